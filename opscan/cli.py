@@ -1,0 +1,69 @@
+"""The `opscan` command line: parse flags, call one feature, render through opscan.output.
+
+Exit codes, as in ruff: 0 clean, 1 findings, 2 usage, configuration or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from opscan import __version__
+
+# subcommand -> module with add_arguments(parser) and run(args) -> int.
+# Each module must be cheap to import: no torch, no libcst at import time.
+COMMANDS = {
+    "lint": ("opscan.lint.command", "Static check of training scripts (no torch needed)."),
+    "scan": ("opscan.trace.command", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
+}
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 already; keep its message short and clear
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"opscan: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="opscan", description="Find why a seeded PyTorch run is not reproducible.")
+    parser.add_argument("--version", action="version", version=f"opscan {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return args._run(args)
+    except KeyboardInterrupt:
+        print("opscan: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+
+
+def write_output(text: str, output_file: str | None) -> None:
+    """Write a rendered report to stdout, or atomically to a file."""
+    if output_file is None or output_file == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from opscan.fsutil import atomic_write_text
+
+    atomic_write_text(output_file, text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Atomic file writes: a temporary file in the same folder, fsync, then rename."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+class ChangedOnDiskError(RuntimeError):
+    """The file changed between our read and our write; it was left alone."""
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | None = None) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file.
+
+    The file's permission bits are kept. If `expect` is given and the file no
+    longer holds exactly those bytes, nothing is written and ChangedOnDiskError
+    is raised.
+    """
+    target = Path(path)
+    mode = None
+    try:
+        st = target.stat()
+        mode = stat.S_IMODE(st.st_mode)
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".opscan-tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if expect is not None and target.read_bytes() != expect:
+            raise ChangedOnDiskError(f"{path} changed on disk since it was read; not overwritten")
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dir_fd = os.open(target.parent or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,255 @@
+"""Load the op rule database in `rules/*.toml`.
+
+Each `[[op]]` entry describes one kernel family that has no deterministic
+implementation: which user APIs lead to it and under which literal arguments,
+the aten overloads and alert caller strings it raises with, the torch version
+range in which it raises, where, and what to do about it. Lint (DET007), scan
+and report all read this one database.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+# The newest torch release this database has been checked against; the default target.
+NEWEST_TORCH = "2.14"
+
+
+class RulesError(ValueError):
+    """The rules data is malformed."""
+
+
+def rules_dir() -> Path:
+    """Where the data lives: bundled in the wheel, or `rules/` in a source checkout."""
+    here = Path(__file__).resolve().parent
+    bundled = here / "_rules"
+    return bundled if bundled.is_dir() else here.parent / "rules"
+
+
+# ---------------------------------------------------------------- versions
+
+_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """'2.11.0+cu130' -> (2, 11, 0). Only the numeric release part counts."""
+    m = re.match(r"\s*(\d+(?:\.\d+)*)", str(text))
+    if not m:
+        raise ValueError(f"not a version: {text!r}")
+    parts = tuple(int(p) for p in m.group(1).split("."))
+    return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts
+
+
+def version_in_range(version: str | tuple[int, ...], spec: str) -> bool:
+    """True if `version` satisfies every comma-separated clause of `spec` (e.g. ">=2.1,<2.13")."""
+    v = parse_version(version) if isinstance(version, str) else version
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        m = _CLAUSE.match(clause)
+        if not m:
+            raise RulesError(f"bad version clause {clause!r} in {spec!r}")
+        op, bound = m.group(1), parse_version(m.group(2))
+        ok = {
+            ">=": v >= bound,
+            "<=": v <= bound,
+            ">": v > bound,
+            "<": v < bound,
+            "==": v[: len(m.group(2).split("."))] == bound[: len(m.group(2).split("."))],
+            "!=": v[: len(m.group(2).split("."))] != bound[: len(m.group(2).split("."))],
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- conditions
+
+UNKNOWN = object()  # an argument whose value cannot be known statically
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_norm(v) for v in value]
+    if isinstance(value, list):
+        return [_norm(v) for v in value]
+    return value
+
+
+def _predicate(pred: dict[str, Any], value: Any) -> bool | None:
+    """Evaluate one predicate table on a literal value; None when the value is unknown."""
+    if "present" in pred:
+        return (value is not None) == bool(pred["present"])
+    if value is UNKNOWN:
+        return None
+    value = _norm(value)
+    if "eq" in pred:
+        return value == _norm(pred["eq"])
+    if "ne" in pred:
+        return value != _norm(pred["ne"])
+    if "in" in pred:
+        return value in [_norm(v) for v in pred["in"]]
+    if "not_in" in pred:
+        return value not in [_norm(v) for v in pred["not_in"]]
+    raise RulesError(f"unknown predicate {pred!r}")
+
+
+@dataclass(frozen=True)
+class Api:
+    """A user-facing way to reach an op: `torch.nn.AdaptiveAvgPool2d`, or a tensor method `.put_`."""
+
+    name: str
+    kind: str = "function"  # "function", "layer" (constructor) or "method"
+    args: tuple[str, ...] = ()  # positional parameter order, excluding self
+    defaults: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # Alternatives, each a table of argument -> predicate; the op is reached if any alternative holds.
+    when: tuple[dict[str, Any], ...] = ()
+    note: str = ""
+
+    def matches(self, bound: dict[str, Any]) -> bool | None:
+        """Does a call with these bound literal arguments reach the op?
+
+        `bound` maps parameter names to literal values, or UNKNOWN. Missing
+        parameters take `defaults` (absent -> None). True, False, or None
+        when it cannot be decided statically.
+        """
+        if not self.when:
+            return True
+        undecided = False
+        for alternative in self.when:
+            results = []
+            for arg, pred in alternative.items():
+                value = bound.get(arg, self.defaults.get(arg))
+                results.append(_predicate(pred, value))
+            if all(r is True for r in results):
+                return True
+            if not any(r is False for r in results):
+                undecided = True
+        return None if undecided else False
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """One kernel family with no deterministic implementation, and how to live with it."""
+
+    id: str
+    title: str
+    apis: tuple[Api, ...]
+    aten: tuple[str, ...]
+    callers: tuple[str, ...]
+    phase: str  # "forward" or "backward"
+    devices: tuple[str, ...]
+    torch: str  # version range in which it raises
+    remedy: str
+    remedy_code: str = ""
+    reproducer: str = ""
+    provenance: str = ""
+    source: str = ""  # the rules file it came from
+
+    def raises_on(self, torch_version: str, device: str = "cuda") -> bool:
+        return device in self.devices and version_in_range(torch_version, self.torch)
+
+
+@dataclass(frozen=True)
+class RuleDB:
+    ops: tuple[OpRule, ...]
+
+    def for_target(self, torch_version: str, device: str = "cuda") -> list[OpRule]:
+        """The ops that raise on this torch version and device."""
+        return [op for op in self.ops if op.raises_on(torch_version, device)]
+
+    def by_caller(self, caller: str) -> OpRule | None:
+        """Find the op whose alert names this caller string."""
+        for op in self.ops:
+            if caller in op.callers:
+                return op
+        return None
+
+    def by_aten(self, overload: str) -> OpRule | None:
+        packet = overload.split(".")[0]
+        for op in self.ops:
+            for name in op.aten:
+                if name == overload or name.split(".")[0] == packet:
+                    return op
+        return None
+
+
+def _as_tuple(value: Any) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return (value,)
+
+
+def _load_api(raw: dict[str, Any], where: str) -> Api:
+    if "name" not in raw:
+        raise RulesError(f"{where}: api without a name")
+    kind = raw.get("kind", "function")
+    if kind not in ("function", "layer", "method"):
+        raise RulesError(f"{where}: api {raw['name']!r} has unknown kind {kind!r}")
+    return Api(
+        name=raw["name"],
+        kind=kind,
+        args=_as_tuple(raw.get("args")),
+        defaults=dict(raw.get("defaults", {})),
+        when=tuple(dict(alt) for alt in _as_tuple(raw.get("when"))),
+        note=raw.get("note", ""),
+    )
+
+
+def load_file(path: Path) -> list[OpRule]:
+    """Parse one rules file; raises RulesError with the file name on bad data."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RulesError(f"{path}: {exc}") from exc
+    ops = []
+    for i, raw in enumerate(data.get("op", [])):
+        where = f"{path.name}: op #{i + 1} ({raw.get('id', '?')})"
+        try:
+            op = OpRule(
+                id=raw["id"],
+                title=raw.get("title", raw["id"]),
+                apis=tuple(_load_api(a, where) for a in raw.get("api", [])),
+                aten=_as_tuple(raw.get("aten")),
+                callers=_as_tuple(raw.get("callers")),
+                phase=raw.get("phase", "forward"),
+                devices=_as_tuple(raw.get("devices", ["cuda"])),
+                torch=raw.get("torch", ""),
+                remedy=raw["remedy"],
+                remedy_code=raw.get("remedy_code", ""),
+                reproducer=raw.get("reproducer", ""),
+                provenance=raw.get("provenance", ""),
+                source=path.name,
+            )
+        except KeyError as exc:
+            raise RulesError(f"{where}: missing key {exc}") from exc
+        if op.phase not in ("forward", "backward"):
+            raise RulesError(f"{where}: phase must be forward or backward")
+        version_in_range("2.0", op.torch)  # validates the spec
+        ops.append(op)
+    return ops
+
+
+@functools.lru_cache(maxsize=None)
+def load(directory: str | None = None) -> RuleDB:
+    """Load every `*.toml` under the rules directory, sorted by file name."""
+    base = Path(directory) if directory else rules_dir()
+    ops: list[OpRule] = []
+    seen: set[str] = set()
+    for path in sorted(base.glob("*.toml")):
+        for op in load_file(path):
+            if op.id in seen:
+                raise RulesError(f"{path.name}: duplicate op id {op.id!r}")
+            seen.add(op.id)
+            ops.append(op)
+    return RuleDB(tuple(ops))
