@@ -64,7 +64,8 @@ class Finding:
             ),
         }
         for key, value in self.extra.items():
-            d.setdefault(key, value)
+            if not key.startswith("_"):  # private keys are for opscan itself (e.g. the fixer)
+                d.setdefault(key, value)
         return d
 
 

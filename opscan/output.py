@@ -50,7 +50,7 @@ def _text_lint(report: Report) -> str:
     lines = []
     findings = report.sorted_findings()
     for f in findings:
-        mark = "[*] " if f.fixable else ""
+        mark = "[*] " if f.fix and f.fix.applicability == "safe" else ""
         lines.append(f"{_location(f)}{f.code} {mark}{f.message}")
     lines.extend(report.notices)
     n = len(findings)
@@ -222,7 +222,7 @@ def _sarif(report: Report) -> str:
                     }
                 }
             ]
-        props = {k: v for k, v in f.extra.items() if isinstance(v, (str, int, float, bool))}
+        props = {k: v for k, v in f.extra.items() if isinstance(v, (str, int, float, bool)) and not k.startswith("_")}
         if props:
             result["properties"] = props
         results.append(result)

@@ -1,0 +1,170 @@
+"""`[tool.opscan]` in pyproject.toml, found by walking up from the paths given, merged with flags.
+
+Keys:
+  select, ignore, extend-select   rule codes or prefixes ("DET", "DET00", "ALL")
+  per-file-ignores                {glob = [codes]}
+  exclude, extend-exclude         globs of paths not to discover
+  torch-version                   the torch release lint targets (default: newest known)
+  roots                           extra folders in which project imports resolve
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
+    ".ruff_cache", ".opscan_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "build",
+    "dist", "node_modules", "site-packages", "venv",
+)  # fmt: skip
+
+KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "torch-version", "roots"}
+
+
+class ConfigError(ValueError):
+    """Bad configuration or flags: exit 2 with this message."""
+
+
+@dataclass
+class Config:
+    select: list[str] = field(default_factory=lambda: ["ALL"])
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    torch_version: str | None = None
+    roots: list[Path] = field(default_factory=list)
+    root: Path = field(default_factory=Path.cwd)  # folder of the pyproject.toml, or the working directory
+    source: Path | None = None  # the pyproject.toml read, if any
+
+    def enabled_codes(self, universe: list[str]) -> set[str]:
+        from opscan.codes import expand_selectors
+
+        chosen = expand_selectors(self.select, universe) | expand_selectors(self.extend_select, universe)
+        return chosen - expand_selectors(self.ignore, universe)
+
+    def validate(self, universe: list[str]) -> None:
+        from opscan.codes import UnknownCodeError, expand_selectors
+
+        try:
+            self.enabled_codes(universe)
+            for pattern, codes in self.per_file_ignores.items():
+                expand_selectors(codes, universe)
+        except UnknownCodeError as exc:
+            where = f" in {self.source}" if self.source else ""
+            raise ConfigError(f"{exc}{where}") from None
+        if self.torch_version is not None:
+            from opscan.rules import parse_version
+
+            try:
+                parse_version(self.torch_version)
+            except ValueError:
+                raise ConfigError(f"torch-version {self.torch_version!r} is not a version like \"2.14\"") from None
+
+    def relpath(self, path: Path) -> str:
+        try:
+            return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def is_excluded(self, path: Path) -> bool:
+        rel = self.relpath(path)
+        parts = rel.split("/")
+        for pattern in self.exclude + self.extend_exclude:
+            pattern = pattern.rstrip("/")
+            if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
+                return True
+            if "/" not in pattern and any(fnmatch.fnmatch(part, pattern) for part in parts):
+                return True
+        return False
+
+    def ignored_for(self, path: Path) -> list[str]:
+        rel = self.relpath(path)
+        out: list[str] = []
+        for pattern, codes in self.per_file_ignores.items():
+            if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
+                out.extend(codes)
+        return out
+
+
+def find_pyproject(paths: list[str]) -> Path | None:
+    """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
+    starts = [Path(p).resolve() for p in paths] or [Path.cwd()]
+    try:
+        common = Path(os.path.commonpath([str(p) for p in starts]))
+    except ValueError:
+        common = Path.cwd()
+    if common.is_file() or not common.exists():
+        common = common.parent
+    for folder in [common, *common.parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            data = _read_toml(candidate)
+            if "opscan" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def _read_toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {path}: {exc}") from None
+
+
+def _str_list(value, key: str, source: Path) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{source}: [tool.opscan] {key} must be a list of strings")
+    return value
+
+
+def load(paths: list[str], config_file: str | None = None) -> Config:
+    """Read the configuration that applies to these paths."""
+    source = Path(config_file) if config_file else find_pyproject(paths)
+    if source is None:
+        return Config()
+    if not source.is_file():
+        raise ConfigError(f"config file {source} not found")
+    table = _read_toml(source).get("tool", {}).get("opscan", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [tool.opscan] must be a table")
+    table = {k: v for k, v in table.items() if k != "lint"} | table.get("lint", {})
+    unknown = set(table) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{source}: unknown key(s) in [tool.opscan]: {', '.join(sorted(unknown))}")
+    cfg = Config(root=source.parent.resolve(), source=source)
+    if "select" in table:
+        cfg.select = _str_list(table["select"], "select", source)
+    if "extend-select" in table:
+        cfg.extend_select = _str_list(table["extend-select"], "extend-select", source)
+    if "ignore" in table:
+        cfg.ignore = _str_list(table["ignore"], "ignore", source)
+    if "exclude" in table:
+        cfg.exclude = _str_list(table["exclude"], "exclude", source)
+    if "extend-exclude" in table:
+        cfg.extend_exclude = _str_list(table["extend-exclude"], "extend-exclude", source)
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{source}: [tool.opscan] per-file-ignores must be a table of glob = [codes]")
+        cfg.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", source) for k, v in pfi.items()}
+    if "torch-version" in table:
+        if not isinstance(table["torch-version"], str):
+            raise ConfigError(f"{source}: [tool.opscan] torch-version must be a string like \"2.14\"")
+        cfg.torch_version = table["torch-version"]
+    if "roots" in table:
+        cfg.roots = [(cfg.root / r).resolve() for r in _str_list(table["roots"], "roots", source)]
+    return cfg

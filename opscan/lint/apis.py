@@ -1,0 +1,98 @@
+"""Models of the core APIs (torch, random, numpy, os) that seed, enable determinism or set the environment.
+
+Same interface as `frameworks.MODELS`: qualified name -> function of the call's
+literal arguments returning the effects in the order they happen.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from opscan.lint.model import UNKNOWN, CallArgs, Effect
+
+
+def _seed(*libs: str) -> Callable[[CallArgs], list[Effect]]:
+    return lambda args: [Effect("seed", {"libs": libs})]
+
+
+def _use_deterministic_algorithms(args: CallArgs) -> list[Effect]:
+    return [Effect("determinism", {"mode": args.get("mode", 0, UNKNOWN), "warn_only": args.get("warn_only", 1, False)})]
+
+
+def _set_deterministic_debug_mode(args: CallArgs) -> list[Effect]:
+    # torch/__init__.py: "default"/0 -> off, "warn"/1 -> warn_only, "error"/2 -> strict.
+    mode = args.get("debug_mode", 0, UNKNOWN)
+    table = {"default": (False, False), 0: (False, False), "warn": (True, True), 1: (True, True), "error": (True, False), 2: (True, False)}
+    if mode is UNKNOWN or mode not in table:
+        return [Effect("determinism", {"mode": UNKNOWN, "warn_only": UNKNOWN})]
+    on, warn = table[mode]
+    return [Effect("determinism", {"mode": on, "warn_only": warn})]
+
+
+def _environ_setdefault(args: CallArgs) -> list[Effect]:
+    var = args.get("key", 0, UNKNOWN)
+    return [Effect("env", {"var": var, "value": args.get("default", 1, None), "api": "os.environ.setdefault"})] if isinstance(var, str) else []
+
+
+def _putenv(args: CallArgs) -> list[Effect]:
+    var = args.get("name", 0, UNKNOWN)
+    return [Effect("env", {"var": var, "value": args.get("value", 1, UNKNOWN), "api": "os.putenv"})] if isinstance(var, str) else []
+
+
+def _environ_update(args: CallArgs) -> list[Effect]:
+    effects = []
+    mapping = args.args[0] if args.args else None
+    if isinstance(mapping, dict):
+        for var, value in mapping.items():
+            if isinstance(var, str):
+                effects.append(Effect("env", {"var": var, "value": value, "api": "os.environ.update"}))
+    for var, value in args.kwargs:
+        effects.append(Effect("env", {"var": var, "value": value, "api": "os.environ.update"}))
+    return effects
+
+
+def _default_rng(args: CallArgs) -> list[Effect]:
+    seed = args.get("seed", 0, None)
+    return [] if seed is None else [Effect("seed", {"libs": ("numpy-generator",)})]
+
+
+MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {
+    "torch.manual_seed": _seed("torch"),
+    "torch.random.manual_seed": _seed("torch"),
+    "torch.cuda.manual_seed": _seed("torch-cuda"),
+    "torch.cuda.manual_seed_all": _seed("torch-cuda"),
+    "torch.cuda.random.manual_seed": _seed("torch-cuda"),
+    "torch.cuda.random.manual_seed_all": _seed("torch-cuda"),
+    "torch.Generator.manual_seed": _seed("torch-generator"),
+    "random.seed": _seed("random"),
+    "numpy.random.seed": _seed("numpy"),
+    "numpy.random.default_rng": _default_rng,
+    "numpy.random.RandomState": _default_rng,
+    "numpy.random.Generator": lambda args: [],
+    "torch.use_deterministic_algorithms": _use_deterministic_algorithms,
+    "torch.set_deterministic_debug_mode": _set_deterministic_debug_mode,
+    "os.environ.setdefault": _environ_setdefault,
+    "os.environ.update": _environ_update,
+    "os.putenv": _putenv,
+}
+
+# Global RNG functions whose results change run to run unless the library is seeded.
+RANDOM_FUNCTIONS = frozenset(
+    "random uniform randint randrange choice choices shuffle sample gauss normalvariate lognormvariate "
+    "expovariate vonmisesvariate gammavariate betavariate paretovariate weibullvariate triangular getrandbits "
+    "randbytes binomialvariate".split()
+)
+NUMPY_RANDOM_EXCLUDED = frozenset(
+    "seed default_rng RandomState Generator SeedSequence BitGenerator PCG64 PCG64DXSM MT19937 Philox SFC64 "
+    "get_state set_state get_bit_generator set_bit_generator".split()
+)
+
+
+def global_rng_library(qualname: str) -> str | None:
+    """'random' or 'numpy' if the call draws from that library's global RNG."""
+    module, _, name = qualname.rpartition(".")
+    if module == "random" and name in RANDOM_FUNCTIONS:
+        return "random"
+    if module == "numpy.random" and name not in NUMPY_RANDOM_EXCLUDED and not name.startswith("_"):
+        return "numpy"
+    return None

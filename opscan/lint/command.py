@@ -1,0 +1,107 @@
+"""`opscan lint`: flags, configuration, and exit codes. Imports neither torch nor libcst."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from opscan.output import FORMATS
+
+LINT_FORMATS = ("text", "json", "sarif", "github")
+
+
+def _codes(value: str) -> list[str]:
+    return [c.strip() for c in value.split(",") if c.strip()]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", default=["."], help="files or folders to check (default: .)")
+    p.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (default: ALL)")
+    p.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection")
+    p.add_argument("--ignore", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to disable")
+    p.add_argument("--output-format", choices=LINT_FORMATS, default="text", help="how to print findings (default: text)")
+    p.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    p.add_argument("--torch-version", metavar="X.Y", help="torch release to check ops against (default: newest known)")
+    p.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.opscan] from (default: nearest)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the facts cache")
+    p.add_argument("--force-exclude", action="store_true", help="apply exclusions to files named on the command line too (for pre-commit)")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes")
+    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that can change behaviour")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
+    p.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
+    p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary or notices")
+
+
+def run(args: argparse.Namespace) -> int:
+    from opscan import config as config_mod
+    from opscan.codes import lint_codes
+    from opscan.lint import engine
+    from opscan.rules import NEWEST_TORCH
+
+    try:
+        cfg = config_mod.load(args.paths, args.config)
+        if args.select is not None:
+            cfg.select = args.select
+        if args.extend_select:
+            cfg.extend_select = cfg.extend_select + args.extend_select
+        if args.ignore:
+            cfg.ignore = cfg.ignore + args.ignore
+        if args.torch_version:
+            cfg.torch_version = args.torch_version
+        cfg.validate(lint_codes())
+    except config_mod.ConfigError as exc:
+        print(f"opscan: error: {exc}", file=sys.stderr)
+        return 2
+
+    torch_version = cfg.torch_version or NEWEST_TORCH
+    report = engine.run(args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache, force_exclude=args.force_exclude)
+
+    modified = False
+    if args.fix or args.diff:
+        from opscan.lint import fix as fixer
+
+        outcome = fixer.apply(report, unsafe=args.unsafe_fixes, write=args.fix and not args.diff)
+        if args.diff:
+            sys.stdout.write(outcome.diff)
+            return 1 if outcome.diff else 0
+        modified = bool(outcome.fixed)
+        if modified:
+            # Lint again: what remains is what the exit code and output report.
+            remaining = engine.run(args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache, force_exclude=args.force_exclude)
+            remaining.notices = report.notices + outcome.notices + remaining.notices[len(report.notices):]
+            if args.show_fixes:
+                remaining.notices += outcome.summary_lines()
+            remaining.notices.append(f"Fixed {outcome.count} error{'s' if outcome.count != 1 else ''}.")
+            report = remaining
+        else:
+            report.notices += outcome.notices
+
+    from opscan.cli import write_output
+    from opscan.output import render
+
+    # Warnings about skipped input go to stderr, as ruff's do; fix summaries stay in the text output.
+    for notice in report.notices:
+        if notice.startswith("warning:"):
+            print(notice, file=sys.stderr)
+    report.notices = [n for n in report.notices if not n.startswith("warning:")]
+    if args.quiet or args.output_format != "text":
+        report.notices = []
+    try:
+        text = render(report, args.output_format, statistics=args.statistics)
+        if args.quiet and args.output_format == "text" and not args.statistics:
+            text = "".join(line + "\n" for line in text.splitlines() if report.findings and ": DET" in line)
+        write_output(text, args.output_file)
+    except OSError as exc:
+        print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if args.exit_zero:
+        return 0
+    if report.findings:
+        return 1
+    # pre-commit expects a hook that modified files to fail.
+    return 1 if modified else 0
+
+
+assert set(LINT_FORMATS) <= set(FORMATS)

@@ -1,0 +1,98 @@
+"""What a rule sees: one entry trace, summarised once, and a way to make findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from opscan.codes import RuleInfo
+from opscan.findings import Finding, Fix
+from opscan.lint.model import UNKNOWN, Loc
+from opscan.lint.project import EntryTrace, TraceEvent
+
+CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
+VALID_CUBLAS = (":4096:8", ":16:8")
+
+
+def describe(value) -> str:
+    return "a computed value" if value is UNKNOWN else repr(value)
+
+
+@dataclass
+class Context:
+    trace: EntryTrace
+    torch_version: str
+    findings: list[Finding] = field(default_factory=list)
+
+    # -- summaries of the trace -------------------------------------------------
+
+    def of(self, kind: str) -> list[TraceEvent]:
+        return [e for e in self.trace.events if e.kind == kind]
+
+    @cached_property
+    def seeds(self) -> list[TraceEvent]:
+        return self.of("seed")
+
+    @cached_property
+    def seeded_libs(self) -> set[str]:
+        return {lib for e in self.seeds for lib in e.data.get("libs", ())}
+
+    @cached_property
+    def enables(self) -> list[TraceEvent]:
+        """Calls that turn determinism on, or may (a computed mode counts: the user can opt in)."""
+        return [e for e in self.of("determinism") if e.data.get("mode") is True or e.data.get("mode") is UNKNOWN]
+
+    @cached_property
+    def strictly_enabled(self) -> bool:
+        return any(e.data.get("warn_only") is False for e in self.enables)
+
+    @cached_property
+    def disables(self) -> list[TraceEvent]:
+        return [e for e in self.of("determinism") if e.data.get("mode") is False]
+
+    @cached_property
+    def cublas_sets(self) -> list[TraceEvent]:
+        return [e for e in self.of("env") if e.data.get("var") == CUBLAS]
+
+    @cached_property
+    def cublas_handled(self) -> bool:
+        """The code sets the variable, or reads it (and so handles it itself)."""
+        return bool(self.cublas_sets) or any(e.data.get("var") == CUBLAS for e in self.of("env_read"))
+
+    @property
+    def seeds_or_enables(self) -> bool:
+        return bool(self.seeds or self.enables)
+
+    # -- findings ---------------------------------------------------------------
+
+    def report(self, rule: RuleInfo, path: str, loc: Loc, message: str, fix: Fix | None = None, **extra) -> None:
+        self.findings.append(
+            Finding(
+                code=rule.code,
+                message=message,
+                path=path,
+                line=loc.line,
+                col=loc.col,
+                end_line=loc.end_line,
+                end_col=loc.end_col,
+                severity=rule.severity,
+                fix=fix,
+                extra=extra,
+            )
+        )
+
+
+def via_text(event: TraceEvent) -> str:
+    """' via `pkg.helper`' when the event happened inside a project helper."""
+    return f" via `{event.helper}`" if event.helper else ""
+
+
+def api_name(event: TraceEvent) -> str:
+    return f"`{event.api}`" if event.api else "this call"
+
+
+def how(event: TraceEvent) -> str:
+    """'with `torch.manual_seed`', or 'via `utils.seed.set_seed` (`torch.manual_seed`)' for a project helper."""
+    if event.helper:
+        return f"via `{event.helper}` ({api_name(event)})"
+    return f"with {api_name(event)}"

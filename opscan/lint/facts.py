@@ -1,0 +1,531 @@
+"""The facts pass: read one module with `ast` into plain data.
+
+A module's facts are its import aliases, the functions and classes it defines,
+and, for the module body and each function, the ordered list of events that
+matter for reproducibility: calls (with their literal arguments), writes and
+reads of environment variables, cuDNN flag assignments and CUDA work. Nothing
+here knows about rules or other modules; `project` links modules and `rules`
+judge. The result is plain data, so it is cached by file content.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from opscan.lint.model import UNKNOWN, CallArgs, Loc
+
+# Bump when the shape of the facts changes, so stale cache entries are ignored.
+FACTS_VERSION = 1
+
+THIS = "$"  # stands for "this module" in qualified names until project linking
+
+_NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+_ENV = "os.environ"
+
+
+@dataclass
+class Event:
+    """One thing a statement does, in execution order.
+
+    kinds:
+      call      qualname (resolved through aliases, THIS-prefixed for local defs, None if unknown),
+                method (bare attribute name for calls on an unknown receiver), args (CallArgs),
+                refs (qualnames of local functions passed as arguments), no_grad (under no_grad/inference_mode)
+      env       var, value, api                       -- os.environ[...] = value, and friends
+      env_read  var                                   -- the variable is looked at
+      cudnn     flag, value                           -- torch.backends.cudnn.<flag> = value
+      cuda      what                                  -- work that starts CUDA (.cuda(), .to("cuda"), device="cuda")
+    """
+
+    kind: str
+    loc: Loc
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FunctionFacts:
+    qualname: str  # within the module, e.g. "main", "Net.forward"
+    loc: Loc
+    events: list[Event] = field(default_factory=list)
+    params: tuple[str, ...] = ()
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    loc: Loc
+    bases: tuple[str | None, ...] = ()
+    methods: tuple[str, ...] = ()
+
+
+@dataclass
+class ModuleFacts:
+    path: str
+    aliases: dict[str, str] = field(default_factory=dict)  # module-level name -> qualified name
+    body: list[Event] = field(default_factory=list)  # what runs when the file runs as a script
+    functions: dict[str, FunctionFacts] = field(default_factory=dict)
+    classes: dict[str, ClassFacts] = field(default_factory=dict)
+    noqa: dict[int, frozenset[str] | None] = field(default_factory=dict)  # line -> codes, None = all
+    file_noqa: frozenset[str] | None | bool = False  # False = none; None = all; else codes
+    lines: list[str] = field(default_factory=list)
+    error: str | None = None  # why the file could not be analysed (DET000)
+    error_loc: Loc | None = None
+
+
+# ---------------------------------------------------------------- noqa
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_FILE_NOQA = re.compile(r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$", re.I)
+
+
+def _codes(text: str | None) -> frozenset[str] | None:
+    if not text:
+        return None
+    return frozenset(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
+
+
+def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], frozenset[str] | None | bool]:
+    """Line-level `# noqa[: CODES]` and file-level `# opscan: noqa[: CODES]` comments."""
+    per_line: dict[int, frozenset[str] | None] = {}
+    file_level: frozenset[str] | None | bool = False
+    for number, text in enumerate(lines, 1):
+        if "#" not in text:
+            continue
+        m = _FILE_NOQA.match(text)
+        if m:
+            codes = _codes(m.group("codes"))
+            if codes is None or file_level is None:
+                file_level = None
+            else:
+                file_level = codes | (file_level or frozenset())
+            continue
+        m = _NOQA.search(text)
+        if m:
+            per_line[number] = _codes(m.group("codes"))
+    return per_line, file_level
+
+
+# ---------------------------------------------------------------- literals
+
+
+def literal(node: ast.AST | None) -> Any:
+    """The Python value of a literal expression, else UNKNOWN. Containers may hold UNKNOWN items."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):  # {**other}
+            return UNKNOWN
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            key = literal(k)
+            if key is UNKNOWN or isinstance(key, (dict, list)):
+                return UNKNOWN
+            out[key] = literal(v)
+        return out
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = literal(node.operand)
+        if isinstance(inner, (int, float)) and not isinstance(inner, bool):
+            return -inner if isinstance(node.op, ast.USub) else inner
+    return UNKNOWN
+
+
+def loc_of(node: ast.AST) -> Loc:
+    line = getattr(node, "lineno", 1)
+    col = getattr(node, "col_offset", 0) + 1
+    end_line = getattr(node, "end_lineno", None) or line
+    end_col = (getattr(node, "end_col_offset", None) or (col - 1)) + 1
+    return Loc(line, col, end_line, end_col)
+
+
+def _mentions_cuda(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.startswith("cuda"):
+            return True
+    return False
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    """`if __name__ == "__main__":` in either order."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names and consts)
+
+
+# ---------------------------------------------------------------- the visitor
+
+
+class _Scope:
+    """Names visible in one function or module body, and what we know of them."""
+
+    def __init__(self, parent: _Scope | None, class_name: str | None = None):
+        self.parent = parent
+        self.aliases: dict[str, str] = {}  # name -> qualified name (imports, local defs)
+        self.instances: dict[str, str] = {}  # variable -> qualified name of the class it holds
+        self.cuda_names: set[str] = set()  # variables that hold a CUDA device
+        self.shadowed: set[str] = set()  # local variables that hide an outer alias
+        self.class_name = class_name  # set inside methods, for self.method()
+
+    def lookup(self, name: str) -> str | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.aliases:
+                return scope.aliases[name]
+            if name in scope.shadowed:
+                return None
+            scope = scope.parent
+        return None
+
+    def instance(self, name: str) -> str | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.instances:
+                return scope.instances[name]
+            if name in scope.shadowed or name in scope.aliases:
+                return None
+            scope = scope.parent
+        return None
+
+    def is_cuda(self, name: str) -> bool:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.cuda_names:
+                return True
+            scope = scope.parent
+        return False
+
+
+class _FactsBuilder:
+    def __init__(self, facts: ModuleFacts, package: str):
+        self.facts = facts
+        self.package = package  # dotted package of this module, for relative imports ("" if unknown)
+        self.module_scope = _Scope(None)
+        self.no_grad_depth = 0
+
+    # -- names ------------------------------------------------------------
+
+    def qualify(self, node: ast.AST, scope: _Scope) -> str | None:
+        """The qualified name an expression refers to, through imports and local definitions."""
+        if isinstance(node, ast.Name):
+            return scope.lookup(node.id)
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name):
+                if node.value.id == "self" and scope.class_name and scope.lookup("self") is None:
+                    return f"{THIS}.{scope.class_name}.{node.attr}"
+                held = scope.instance(node.value.id)
+                if held:
+                    return f"{held}.{node.attr}"
+            if isinstance(node.value, ast.Call):  # torch.Generator().manual_seed, Fabric().seed_everything
+                base = self.qualify(node.value.func, scope)
+                return f"{base}.{node.attr}" if base else None
+            base = self.qualify(node.value, scope)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    scope.aliases[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    scope.aliases[top] = top
+            return
+        if node.level:
+            parts = self.package.split(".") if self.package else []
+            if node.level - 1 > len(parts):
+                return
+            base_parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+            module = ".".join(base_parts + ([node.module] if node.module else []))
+            module = module or "."  # relative import from a top-level script's folder
+        else:
+            module = node.module or ""
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            scope.aliases[alias.asname or alias.name] = f"{module}.{alias.name}" if module != "." else alias.name
+
+    # -- events ------------------------------------------------------------
+
+    def call_args(self, call: ast.Call) -> CallArgs:
+        star = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        args = []
+        for a in call.args:
+            if isinstance(a, ast.Starred):
+                break
+            args.append(literal(a))
+        kwargs = tuple((k.arg, literal(k.value)) for k in call.keywords if k.arg is not None)
+        return CallArgs(tuple(args), kwargs, star)
+
+    def _device_is_cuda(self, node: ast.AST, scope: _Scope) -> bool:
+        if isinstance(node, ast.Name):
+            return scope.is_cuda(node.id)
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str) and node.value.startswith("cuda")
+        if isinstance(node, ast.Call) and self.qualify(node.func, scope) == "torch.device":
+            return bool(node.args) and self._device_is_cuda(node.args[0], scope)
+        if isinstance(node, ast.IfExp):
+            return self._device_is_cuda(node.body, scope) or self._device_is_cuda(node.orelse, scope)
+        return False
+
+    def expression_events(self, node: ast.AST, scope: _Scope, out: list[Event]) -> None:
+        """Events of the calls inside an expression, innermost (evaluated first) first."""
+        if isinstance(node, (ast.Lambda,)):
+            return
+        for child in ast.iter_child_nodes(node):
+            self.expression_events(child, scope, out)
+        if isinstance(node, ast.Constant) and node.value in ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED"):
+            out.append(Event("env_read", loc_of(node), {"var": node.value}))
+        if isinstance(node, ast.Call):
+            self.call_event(node, scope, out)
+
+    def call_event(self, call: ast.Call, scope: _Scope, out: list[Event]) -> None:
+        func = call.func
+        qualname = self.qualify(func, scope)
+        if qualname is None and isinstance(func, ast.Name) and scope.instance(func.id):
+            qualname = f"{scope.instance(func.id)}.__call__"  # model(x) runs Net.forward
+        method = func.attr if isinstance(func, ast.Attribute) else None
+        args = self.call_args(call)
+        refs = tuple(
+            q
+            for a in list(call.args) + [k.value for k in call.keywords]
+            if isinstance(a, ast.Name) and (q := scope.lookup(a.id)) and q.startswith(THIS + ".")
+        )
+        out.append(
+            Event(
+                "call",
+                loc_of(call),
+                {"qualname": qualname, "method": method, "args": args, "refs": refs, "no_grad": self.no_grad_depth > 0},
+            )
+        )
+        # CUDA work visible in the syntax, whatever the receiver is.
+        if method == "cuda" and qualname != "torch.cuda":
+            out.append(Event("cuda", loc_of(call), {"what": ".cuda()"}))
+        elif method == "to":
+            targets = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "device"]
+            if any(self._device_is_cuda(t, scope) for t in targets):
+                out.append(Event("cuda", loc_of(call), {"what": ".to(cuda)"}))
+        elif qualname and qualname.startswith("torch."):
+            if qualname in ("torch.cuda.init", "torch.set_default_device") and (
+                qualname == "torch.cuda.init" or (call.args and self._device_is_cuda(call.args[0], scope))
+            ):
+                out.append(Event("cuda", loc_of(call), {"what": qualname}))
+            else:
+                for k in call.keywords:
+                    if k.arg == "device" and self._device_is_cuda(k.value, scope):
+                        out.append(Event("cuda", loc_of(call), {"what": f"{qualname}(device=cuda)"}))
+
+    def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self.assign_target_events(t, None, scope, out, node)
+            return
+        if isinstance(target, ast.Subscript):
+            container = self.qualify(target.value, scope)
+            key = literal(target.slice)
+            if container == _ENV and isinstance(key, str):
+                out.append(Event("env", loc_of(node), {"var": key, "value": literal(value) if value is not None else UNKNOWN, "api": "os.environ[...] ="}))
+            return
+        if isinstance(target, ast.Attribute):
+            q = self.qualify(target, scope)
+            if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
+                out.append(Event("cudnn", loc_of(node), {"flag": q.rsplit(".", 1)[1], "value": literal(value) if value is not None else UNKNOWN}))
+            return
+        if isinstance(target, ast.Name):
+            name = target.id
+            scope.aliases.pop(name, None)
+            scope.instances.pop(name, None)
+            scope.cuda_names.discard(name)
+            scope.shadowed.add(name)
+            if value is None:
+                return
+            if isinstance(value, ast.Call):
+                cls = self.qualify(value.func, scope)
+                if cls:
+                    scope.instances[name] = cls
+            if self._device_is_cuda(value, scope) or (
+                isinstance(value, ast.Call) and self.qualify(value.func, scope) == "torch.device" and _mentions_cuda(value)
+            ):
+                scope.cuda_names.add(name)
+
+    # -- statements ----------------------------------------------------------
+
+    def body(self, stmts: list[ast.stmt], scope: _Scope, out: list[Event], prefix: str) -> None:
+        for stmt in stmts:
+            self.statement(stmt, scope, out, prefix)
+
+    def statement(self, stmt: ast.stmt, scope: _Scope, out: list[Event], prefix: str) -> None:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self._import(stmt, scope)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in stmt.decorator_list:
+                self.expression_events(d, scope, out)
+            self.function(stmt, scope, prefix, class_name=None)
+        elif isinstance(stmt, ast.ClassDef):
+            for d in stmt.decorator_list + stmt.bases:
+                self.expression_events(d, scope, out)
+            self.class_def(stmt, scope, prefix)
+        elif isinstance(stmt, ast.Assign):
+            self.expression_events(stmt.value, scope, out)
+            for t in stmt.targets:
+                self.target_subexpressions(t, scope, out)
+                self.assign_target_events(t, stmt.value, scope, out, stmt)
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            if stmt.value is not None:
+                self.expression_events(stmt.value, scope, out)
+            self.target_subexpressions(stmt.target, scope, out)
+            if stmt.value is not None or isinstance(stmt, ast.AugAssign):
+                self.assign_target_events(stmt.target, stmt.value if isinstance(stmt, ast.AnnAssign) else None, scope, out, stmt)
+        elif isinstance(stmt, ast.If):
+            self.expression_events(stmt.test, scope, out)
+            if _is_main_guard(stmt.test) and scope is self.module_scope:
+                self.body(stmt.body, scope, out, prefix)  # the else branch never runs for a script
+            else:
+                self.body(stmt.body, scope, out, prefix)
+                self.body(stmt.orelse, scope, out, prefix)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            no_grad = 0
+            for item in stmt.items:
+                self.expression_events(item.context_expr, scope, out)
+                ctx = item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr
+                if self.qualify(ctx, scope) in _NO_GRAD:
+                    no_grad += 1
+                if item.optional_vars is not None:
+                    self.assign_target_events(item.optional_vars, None, scope, out, stmt)
+            self.no_grad_depth += no_grad
+            self.body(stmt.body, scope, out, prefix)
+            self.no_grad_depth -= no_grad
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.expression_events(stmt.iter, scope, out)
+            self.assign_target_events(stmt.target, None, scope, out, stmt)
+            self.body(stmt.body, scope, out, prefix)
+            self.body(stmt.orelse, scope, out, prefix)
+        elif isinstance(stmt, ast.While):
+            self.expression_events(stmt.test, scope, out)
+            self.body(stmt.body, scope, out, prefix)
+            self.body(stmt.orelse, scope, out, prefix)
+        elif isinstance(stmt, (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())):
+            self.body(stmt.body, scope, out, prefix)
+            for handler in stmt.handlers:
+                self.body(handler.body, scope, out, prefix)
+            self.body(stmt.orelse, scope, out, prefix)
+            self.body(stmt.finalbody, scope, out, prefix)
+        elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
+            self.expression_events(stmt.subject, scope, out)
+            for case in stmt.cases:
+                self.body(case.body, scope, out, prefix)
+        elif isinstance(stmt, ast.Delete):
+            pass
+        elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+            for name in stmt.names:
+                scope.shadowed.discard(name)
+        else:  # Expr, Return, Raise, Assert, ...
+            for child in ast.iter_child_nodes(stmt):
+                self.expression_events(child, scope, out)
+
+    def target_subexpressions(self, target: ast.AST, scope: _Scope, out: list[Event]) -> None:
+        """Calls inside an assignment target, e.g. `x[f()] = 1`, still run."""
+        if isinstance(target, ast.Subscript):
+            self.expression_events(target.value, scope, out)
+            self.expression_events(target.slice, scope, out)
+        elif isinstance(target, ast.Attribute):
+            self.expression_events(target.value, scope, out)
+
+    def function(self, node, scope: _Scope, prefix: str, class_name: str | None) -> None:
+        qualname = f"{prefix}{node.name}"
+        if class_name is None:
+            scope.aliases[node.name] = f"{THIS}.{qualname}"
+        inner = _Scope(scope, class_name=class_name)
+        a = node.args
+        params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+        for extra in (a.vararg, a.kwarg):
+            if extra:
+                params.append(extra.arg)
+        for p in params:
+            inner.shadowed.add(p)
+        if class_name is not None and params and params[0] in ("self", "cls"):
+            inner.shadowed.discard(params[0])
+        facts = FunctionFacts(qualname, loc_of(node), params=tuple(params))
+        outer_no_grad = self.no_grad_depth
+        decorated_no_grad = any(
+            self.qualify(d.func if isinstance(d, ast.Call) else d, scope) in _NO_GRAD for d in node.decorator_list
+        )
+        self.no_grad_depth = 1 if decorated_no_grad else 0
+        self.body(node.body, inner, facts.events, prefix=f"{qualname}.")
+        self.no_grad_depth = outer_no_grad
+        self.facts.functions[qualname] = facts
+
+    def class_def(self, node: ast.ClassDef, scope: _Scope, prefix: str) -> None:
+        qualname = f"{prefix}{node.name}"
+        if prefix == "":
+            scope.aliases[node.name] = f"{THIS}.{qualname}"
+        methods = []
+        body_scope = _Scope(scope)
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt, scope, f"{qualname}.", class_name=qualname)
+                methods.append(stmt.name)
+            elif isinstance(stmt, ast.ClassDef):
+                self.class_def(stmt, body_scope, f"{qualname}.")
+            else:
+                # Class-body statements run at definition time; keep their events with the module.
+                self.statement(stmt, body_scope, self._class_body_events, f"{qualname}.")
+        bases = tuple(self.qualify(b, scope) for b in node.bases)
+        self.facts.classes[qualname] = ClassFacts(qualname, loc_of(node), bases, tuple(methods))
+
+    def run(self, tree: ast.Module) -> None:
+        self._class_body_events: list[Event] = []
+        out: list[Event] = []
+        self.body(tree.body, self.module_scope, out, prefix="")
+        self.facts.body = out
+        if self._class_body_events:
+            # Calls in class bodies (layers built as class attributes) are reachable, not ordered.
+            self.facts.functions["<class bodies>"] = FunctionFacts("<class bodies>", Loc(1, 1, 1, 1), self._class_body_events)
+        self.facts.aliases = dict(self.module_scope.aliases)
+
+
+def decode_source(data: bytes) -> str:
+    """Decode source bytes as Python would (PEP 263 cookie, BOM), raising UnicodeDecodeError/SyntaxError."""
+    import io
+    import tokenize
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def extract(path: str, data: bytes, package: str = "") -> ModuleFacts:
+    """Build a module's facts from its bytes. Never raises for bad input: sets `error` instead."""
+    facts = ModuleFacts(path=path)
+    try:
+        text = decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+        facts.error = f"cannot decode file: {exc}"
+        return facts
+    facts.lines = text.splitlines()
+    facts.noqa, facts.file_noqa = scan_noqa(facts.lines)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        facts.error = f"syntax error: {exc.msg}"
+        line = exc.lineno or 1
+        facts.error_loc = Loc(line, max(exc.offset or 1, 1), line, max(exc.offset or 1, 1))
+        return facts
+    except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes (<=3.11), absurd nesting
+        facts.error = f"cannot parse file: {type(exc).__name__}: {exc}" if str(exc) else f"cannot parse file: {type(exc).__name__}"
+        return facts
+    try:
+        _FactsBuilder(facts, package).run(tree)
+    except RecursionError:
+        facts.error = "cannot analyse file: expressions are nested too deeply"
+        facts.body, facts.functions, facts.classes = [], {}, {}
+    return facts

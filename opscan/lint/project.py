@@ -1,0 +1,313 @@
+"""The project pass: link module facts into what executes from each entry point.
+
+An entry point is a linted file run as a script: its top level, its
+`if __name__ == "__main__":` block and, transitively, the project functions
+and methods those call, including ones imported from the project's other
+modules. Calls of modelled APIs (torch, numpy, random, os, and the framework
+helpers) become effects at the call site. The result is an ordered trace of
+events, each remembering the chain of call sites that led to it from the entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from opscan.lint import apis, frameworks
+from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
+from opscan.lint.model import Loc
+
+MODELS: dict[str, Callable] = {**apis.MODELS, **frameworks.MODELS}
+
+MAX_DEPTH = 40
+MAX_EVENTS = 50_000
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A call site on the way from the entry to an event."""
+
+    path: str
+    loc: Loc
+    callee: str  # what was called, for messages: "utils.seed.set_seed"
+
+
+@dataclass
+class TraceEvent:
+    kind: str  # seed, determinism, env, env_read, cudnn, cuda, call
+    data: dict[str, Any]
+    path: str  # the file that holds `loc`
+    loc: Loc
+    via: tuple[Frame, ...] = ()
+    api: str | None = None  # the API that produced it: "torch.manual_seed", "lightning.Trainer"
+
+    def _anchor_frame(self) -> tuple[str, Loc, str | None]:
+        # The deepest point still in the entry file: the event itself, or the
+        # call of the helper (in another module) that led to it.
+        entry_path = self.via[0].path if self.via else self.path
+        if self.path == entry_path:
+            return self.path, self.loc, None
+        for frame in reversed(self.via):
+            if frame.path == entry_path:
+                return frame.path, frame.loc, frame.callee
+        return self.path, self.loc, None  # pragma: no cover - via[0] is always in the entry
+
+    @property
+    def anchor(self) -> tuple[str, Loc]:
+        """Where an absence or ordering finding points: in the entry file."""
+        path, loc, _ = self._anchor_frame()
+        return path, loc
+
+    @property
+    def helper(self) -> str | None:
+        """The project helper in another module that the entry called to get here, if any."""
+        return self._anchor_frame()[2]
+
+
+@dataclass
+class Module:
+    path: str
+    name: str  # dotted, as imported
+    facts: ModuleFacts
+
+
+@dataclass
+class EntryTrace:
+    entry: Module
+    events: list[TraceEvent] = field(default_factory=list)  # in execution order
+    # Calls that may run but whose order is unknown: all of the entry module's
+    # functions, methods of classes it instantiates, class bodies.
+    reachable_calls: list[TraceEvent] = field(default_factory=list)
+    truncated: bool = False
+
+
+class Project:
+    """Finds and caches modules, resolves qualified names, builds entry traces."""
+
+    def __init__(self, load_facts: Callable[[str, str], ModuleFacts], roots: list[Path]):
+        self._load_facts = load_facts  # (path, package) -> ModuleFacts
+        self.roots = [r.resolve() for r in roots]
+        self._modules: dict[str, Module | None] = {}
+
+    # -- modules --------------------------------------------------------------
+
+    def module_at(self, path: Path, name: str) -> Module:
+        key = str(path.resolve())
+        mod = self._modules.get(key)
+        if mod is None:
+            package = name.rpartition(".")[0] if path.name != "__init__.py" else name
+            mod = Module(key, name, self._load_facts(key, package))
+            self._modules[key] = mod
+        return mod
+
+    def entry_module(self, path: Path) -> Module:
+        return self.module_at(path, self._dotted_name(path))
+
+    def _dotted_name(self, path: Path) -> str:
+        resolved = path.resolve()
+        for root in self.roots:
+            try:
+                rel = resolved.relative_to(root)
+            except ValueError:
+                continue
+            parts = list(rel.with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            if parts:
+                return ".".join(parts)
+        return path.stem
+
+    def find_module(self, dotted: str, search: list[Path]) -> Module | None:
+        """The project file for a dotted module name, searching the entry's folder, then the roots."""
+        rel = Path(*dotted.split("."))
+        for base in search:
+            for candidate in (base / rel.with_suffix(".py"), base / rel / "__init__.py"):
+                key = str(candidate)
+                if key in self._modules:
+                    return self._modules[key]
+                if candidate.is_file():
+                    return self.module_at(candidate, dotted)
+        return None
+
+    # -- names ----------------------------------------------------------------
+
+    def resolve(self, qualname: str, mod: Module, search: list[Path], depth: int = 0):
+        """What a qualified name names: ("model", name, fn), ("function", Module, FunctionFacts),
+        ("class", Module, ClassFacts) or None."""
+        if depth > 8 or not qualname:
+            return None
+        if qualname in MODELS:
+            return ("model", qualname, MODELS[qualname])
+        if qualname.startswith(THIS + "."):
+            return self._in_module(mod, qualname[len(THIS) + 1 :], search, depth)
+        parts = qualname.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            target = self.find_module(".".join(parts[:i]), search)
+            if target is not None:
+                return self._in_module(target, ".".join(parts[i:]), search, depth)
+        return None
+
+    def _in_module(self, mod: Module, local: str, search: list[Path], depth: int):
+        facts = mod.facts
+        if local in facts.functions:
+            return ("function", mod, facts.functions[local])
+        if local in facts.classes:
+            return ("class", mod, facts.classes[local])
+        head, _, rest = local.partition(".")
+        if head in facts.classes and rest:
+            method = self.find_method(mod, facts.classes[head], rest, search, depth)
+            if method:
+                return method
+        alias = facts.aliases.get(head)
+        if alias and not alias.startswith(THIS + "."):  # re-exported from elsewhere
+            return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
+        return None
+
+    def find_method(self, mod: Module, cls: ClassFacts, name: str, search: list[Path], depth: int = 0):
+        """A method looked up through the class and its bases; model keys for framework bases."""
+        names = ("__call__", "forward") if name == "__call__" else (name,)
+        for n in names:
+            key = f"{cls.name}.{n}"
+            if key in mod.facts.functions:
+                return ("function", mod, mod.facts.functions[key])
+        if depth > 8:
+            return None
+        for base in cls.bases:
+            if not base:
+                continue
+            for n in names:
+                if f"{base}.{n}" in MODELS:
+                    return ("model", f"{base}.{n}", MODELS[f"{base}.{n}"])
+            if name == "__init__" and base in MODELS:  # a subclass of a modelled class, using its constructor
+                return ("model", base, MODELS[base])
+            target = self.resolve(base, mod, search, depth + 1)
+            if target and target[0] == "class":
+                found = self.find_method(target[1], target[2], name, search, depth + 1)
+                if found:
+                    return found
+        return None
+
+    # -- traces ---------------------------------------------------------------
+
+    def trace(self, entry: Module) -> EntryTrace:
+        """The ordered events of running `entry` as a script, through project calls."""
+        search = [Path(entry.path).parent.resolve()] + self.roots
+        result = EntryTrace(entry)
+        walker = _Walker(self, search, result)
+        walker.walk(entry, entry.facts.body, ())
+        # Unordered but reachable: every function of the entry module and of instantiated classes.
+        done = set(walker.walked)
+        pending = [(entry, f) for f in entry.facts.functions.values()]
+        pending += walker.instantiated_methods()
+        while pending:
+            mod, func = pending.pop()
+            if (mod.path, func.qualname) in done:
+                continue
+            done.add((mod.path, func.qualname))
+            calls, more = walker.collect_calls(mod, func)
+            result.reachable_calls.extend(calls)
+            pending.extend(more)
+        return result
+
+
+class _Walker:
+    def __init__(self, project: Project, search: list[Path], result: EntryTrace):
+        self.project = project
+        self.search = search
+        self.result = result
+        self.stack: set[tuple[str, str]] = set()
+        self.walked: set[tuple[str, str]] = set()
+        self.classes: dict[tuple[str, str], tuple[Module, ClassFacts]] = {}
+
+    def emit(self, event: TraceEvent) -> None:
+        if len(self.result.events) >= MAX_EVENTS:
+            self.result.truncated = True
+            return
+        self.result.events.append(event)
+
+    def walk(self, mod: Module, events, via: tuple[Frame, ...]) -> None:
+        for ev in events:
+            if ev.kind != "call":
+                self.emit(TraceEvent(ev.kind, ev.data, mod.path, ev.loc, via, ev.data.get("api")))
+                continue
+            qualname = ev.data["qualname"]
+            target = self.project.resolve(qualname, mod, self.search) if qualname else None
+            self.call(mod, ev, qualname, target, via)
+            for ref in ev.data.get("refs", ()):  # functions handed to a runner: Fire(main), spawn(worker)
+                ref_target = self.project.resolve(ref, mod, self.search)
+                if ref_target and ref_target[0] == "function":
+                    self.enter(mod, ev, ref_target[1], ref_target[2], via)
+
+    def call(self, mod: Module, ev, qualname, target, via) -> None:
+        if target is None:
+            self.emit(TraceEvent("call", ev.data, mod.path, ev.loc, via, qualname))
+            return
+        kind = target[0]
+        if kind == "model":
+            name, model = target[1], target[2]
+            for effect in model(ev.data["args"]):
+                self.emit(TraceEvent(effect.kind, dict(effect.data), mod.path, ev.loc, via, name))
+            self.emit(TraceEvent("call", ev.data, mod.path, ev.loc, via, qualname))
+        elif kind == "function":
+            self.enter(mod, ev, target[1], target[2], via)
+        elif kind == "class":
+            cls_mod, cls = target[1], target[2]
+            self.classes[(cls_mod.path, cls.name)] = (cls_mod, cls)
+            init = self.project.find_method(cls_mod, cls, "__init__", self.search)
+            if init and init[0] == "function":
+                self.enter(mod, ev, init[1], init[2], via)
+            elif init and init[0] == "model":
+                for effect in init[2](ev.data["args"]):
+                    self.emit(TraceEvent(effect.kind, dict(effect.data), mod.path, ev.loc, via, init[1]))
+
+    def enter(self, mod: Module, ev, target_mod: Module, func: FunctionFacts, via) -> None:
+        key = (target_mod.path, func.qualname)
+        if key in self.stack or len(via) >= MAX_DEPTH:
+            return
+        display = f"{target_mod.name}.{func.qualname}" if target_mod.name else func.qualname
+        self.stack.add(key)
+        self.walked.add(key)
+        self.walk(target_mod, func.events, via + (Frame(mod.path, ev.loc, display),))
+        self.stack.discard(key)
+
+    def instantiated_methods(self):
+        out = []
+        for cls_mod, cls in self.classes.values():
+            for name in cls.methods:
+                func = cls_mod.facts.functions.get(f"{cls.name}.{name}")
+                if func:
+                    out.append((cls_mod, func))
+            bodies = cls_mod.facts.functions.get("<class bodies>")
+            if bodies:
+                out.append((cls_mod, bodies))
+            for base in cls.bases:
+                target = self.project.resolve(base, cls_mod, self.search) if base else None
+                if target and target[0] == "class":
+                    for name in target[2].methods:
+                        func = target[1].facts.functions.get(f"{target[2].name}.{name}")
+                        if func:
+                            out.append((target[1], func))
+        return out
+
+    def collect_calls(self, mod: Module, func: FunctionFacts):
+        """Call events of a function, unordered, and the project functions it reaches."""
+        calls, more = [], []
+        for ev in func.events:
+            if ev.kind != "call":
+                continue
+            calls.append(TraceEvent("call", ev.data, mod.path, ev.loc, (), ev.data["qualname"]))
+            q = ev.data["qualname"]
+            target = self.project.resolve(q, mod, self.search) if q else None
+            if target and target[0] == "function":
+                more.append((target[1], target[2]))
+            elif target and target[0] == "class":
+                cls_mod, cls = target[1], target[2]
+                if (cls_mod.path, cls.name) not in self.classes:
+                    self.classes[(cls_mod.path, cls.name)] = (cls_mod, cls)
+                    more.extend(
+                        (cls_mod, cls_mod.facts.functions[f"{cls.name}.{m}"])
+                        for m in cls.methods
+                        if f"{cls.name}.{m}" in cls_mod.facts.functions
+                    )
+        return calls, more

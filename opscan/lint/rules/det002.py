@@ -1,0 +1,70 @@
+"""DET002 missing-cublas-workspace-config: Code seeds or enables determinism but never sets `CUBLAS_WORKSPACE_CONFIG`.
+
+## What it does
+Flags a script that enables deterministic algorithms (or seeds without
+explicitly turning them off) while nothing that runs from it sets the
+`CUBLAS_WORKSPACE_CONFIG` environment variable, through `os.environ[...] =`,
+`os.environ.setdefault`, `os.environ.update`, `os.putenv`, or a helper that
+sets it (`enable_full_determinism`, Lightning's `Trainer(deterministic=True)`).
+A script that reads the variable is taken to handle it itself.
+
+It points at the `use_deterministic_algorithms` call (or the helper call that
+enables it); otherwise at the first seeding call. Code behind a condition
+(`if args.deterministic: ...`) counts as enabling, so it still needs the variable.
+
+## Why is this bad?
+cuBLAS picks its workspace per stream unless this variable is `:4096:8` or
+`:16:8`, so matrix products are not bitwise reproducible. With determinism on,
+stacks that enforce it raise at the first matmul; others silently stay
+nondeterministic.
+
+## Example
+```python
+import torch
+
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+```
+
+## Use instead
+```python
+import os
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+import torch
+
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+```
+
+## Fix
+Inserts `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` near the
+top of the module, after the docstring and `from __future__` imports and before
+the first torch import, adding `import os` if needed. Safe.
+"""
+
+from opscan.codes import parse_doc
+from opscan.findings import Fix
+from opscan.lint.context import Context, how
+
+RULE = parse_doc(__doc__)
+
+
+def check(ctx: Context) -> None:
+    if ctx.cublas_handled:
+        return
+    if ctx.enables:
+        cause = ctx.enables[0]
+        what = f"Enables determinism {how(cause)}"
+    elif ctx.seeds and not ctx.disables:
+        cause = ctx.seeds[0]
+        what = f"Seeds {how(cause)}"
+    else:
+        return
+    path, loc = cause.anchor
+    ctx.report(
+        RULE,
+        path,
+        loc,
+        f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; set it to \":4096:8\" before torch starts cuBLAS",
+        Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", {"action": "insert_cublas_env"}),
+    )

@@ -1,0 +1,53 @@
+"""DET005 cudnn-benchmark: cuDNN benchmarking is on in code that seeds or enables determinism.
+
+## What it does
+Flags `torch.backends.cudnn.benchmark = True` and Lightning's
+`Trainer(benchmark=True)` in a script that seeds or enables deterministic algorithms.
+
+## Why is this bad?
+With benchmarking on, cuDNN times several convolution algorithms on the first
+batch and keeps the fastest. Timing varies between runs, so the chosen
+algorithm, and with it the numerics, varies too, even when every seed is fixed.
+
+## Example
+```python
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+torch.backends.cudnn.benchmark = True
+```
+
+## Use instead
+```python
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+torch.backends.cudnn.benchmark = False
+```
+
+## Fix
+Sets benchmark to False. Safe when the script enables determinism (that is its
+stated intent); unsafe otherwise, because it can slow training.
+"""
+
+from opscan.codes import parse_doc
+from opscan.findings import Fix
+from opscan.lint.context import Context
+
+RULE = parse_doc(__doc__)
+
+
+def check(ctx: Context) -> None:
+    if not ctx.seeds_or_enables:
+        return
+    applicability = "safe" if ctx.enables else "unsafe"
+    for event in ctx.of("cudnn"):
+        if event.data.get("flag") != "benchmark" or event.data.get("value") is not True:
+            continue
+        is_trainer = event.api is not None  # set by a helper's argument, not an assignment
+        what = f"`{event.api}(benchmark=True)`" if is_trainer else "`cudnn.benchmark = True`"
+        ctx.report(
+            RULE,
+            event.path,
+            event.loc,
+            f"{what} picks convolution algorithms by timing, which varies between runs; set benchmark to False",
+            Fix("Set benchmark to False", applicability, {"action": "benchmark_false", "keyword": is_trainer}),
+        )

@@ -1,0 +1,101 @@
+"""DET007 nondeterministic-op: An API with no deterministic CUDA implementation is used where determinism is enabled.
+
+## What it does
+In a script that enables `torch.use_deterministic_algorithms(True)` (strictly),
+flags each call that reaches a kernel with no deterministic CUDA implementation
+in the targeted torch version, for example `F.interpolate(mode="bicubic")`,
+`nn.AdaptiveAvgPool2d(7)`, `nn.ReflectionPad1d`, `nn.CTCLoss`,
+`nn.EmbeddingBag(mode="max")`, `torch.histc`, `x.put_(...)`. It looks at the
+script's own module and at the project code that runs from it.
+
+The data lives in `rules/*.toml`, keyed by torch version range; the target
+version comes from `torch-version` in `[tool.opscan]` (default: the newest
+known). It points at the call that creates the layer or runs the op. Where an
+argument that decides it cannot be known statically, it stays silent; ops that
+raise only in backward are not flagged under `torch.no_grad()`.
+
+## Why is this bad?
+Under strict determinism these calls raise `RuntimeError: ... does not have a
+deterministic implementation` at run time, usually hours into a job, and only
+the first one is reported per run.
+
+## Example
+```python
+torch.use_deterministic_algorithms(True)
+pool = nn.AdaptiveAvgPool2d((7, 7))
+```
+
+## Use instead
+```python
+torch.use_deterministic_algorithms(True)
+pool = nn.Identity()  # the input is already 7x7
+```
+Each rule in `rules/` carries a concrete remedy. `opscan scan` confirms on a GPU.
+
+## Fix
+None automatic: the remedy depends on the model.
+"""
+
+from opscan.codes import parse_doc
+from opscan.lint.context import Context
+
+RULE = parse_doc(__doc__)
+
+
+def _bind(api, args) -> dict:
+    bound = {}
+    for i, name in enumerate(api.args):
+        if i < len(args.args):
+            bound[name] = args.args[i]
+    bound.update(dict(args.kwargs))
+    if args.star:
+        from opscan.lint.model import UNKNOWN
+
+        for name in api.args:
+            bound.setdefault(name, UNKNOWN)
+    return bound
+
+
+def _index(ops):
+    by_name, by_method = {}, {}
+    for op in ops:
+        for api in op.apis:
+            table = by_method if api.kind == "method" else by_name
+            table.setdefault(api.name, []).append((op, api))
+    return by_name, by_method
+
+
+def check(ctx: Context) -> None:
+    if not any(e.data.get("warn_only") is False for e in ctx.enables):
+        return
+    from opscan.rules import load
+
+    by_name, by_method = _index(load().for_target(ctx.torch_version, "cuda"))
+    seen = set()
+    for event in ctx.trace.events + ctx.trace.reachable_calls:
+        if event.kind != "call":
+            continue
+        key = (event.path, event.loc)
+        if key in seen:
+            continue
+        seen.add(key)
+        data = event.data
+        qualname = data.get("qualname") or ""
+        candidates = by_name.get(qualname, [])
+        if not candidates and data.get("method") and not qualname.startswith(("numpy.", "pandas.")):
+            candidates = by_method.get(data["method"], [])  # a tensor method on a receiver of unknown type
+        for op, api in candidates:
+            if data.get("no_grad") and op.phase == "backward":
+                continue
+            if api.matches(_bind(api, data["args"])) is not True:
+                continue
+            name = f"`{api.name}`" if api.kind != "method" else f"`.{api.name}()`"
+            ctx.report(
+                RULE,
+                event.path,
+                event.loc,
+                f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {ctx.torch_version} "
+                f"and will raise under use_deterministic_algorithms(True); {op.remedy}",
+                op=op.id,
+            )
+            break

@@ -1,0 +1,44 @@
+"""DET008 runtime-pythonhashseed: `PYTHONHASHSEED` is set from inside the running program.
+
+## What it does
+Flags writes of `PYTHONHASHSEED` to `os.environ` (or through `os.putenv`,
+`setdefault`, `update`) in code that runs.
+
+## Why is this bad?
+The interpreter reads `PYTHONHASHSEED` once, at start-up. Setting it later
+changes nothing for the running process's hash randomisation (set and dict
+order of strings stays random); it only reaches child processes started
+afterwards.
+
+## Example
+```python
+os.environ["PYTHONHASHSEED"] = "0"
+```
+
+## Use instead
+Set it where the process starts:
+```bash
+PYTHONHASHSEED=0 python train.py
+```
+or re-exec the interpreter with it set, or avoid depending on set iteration order.
+
+## Fix
+None automatic.
+"""
+
+from opscan.codes import parse_doc
+from opscan.lint.context import Context
+
+RULE = parse_doc(__doc__)
+
+
+def check(ctx: Context) -> None:
+    for event in ctx.of("env"):
+        if event.data.get("var") == "PYTHONHASHSEED":
+            ctx.report(
+                RULE,
+                event.path,
+                event.loc,
+                "Setting PYTHONHASHSEED inside a running program does not change its hash randomisation; "
+                "set it before Python starts (e.g. `PYTHONHASHSEED=0 python train.py`)",
+            )

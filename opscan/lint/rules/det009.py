@@ -1,0 +1,60 @@
+"""DET009 unseeded-global-rng: Code seeds, but draws from the global `random` or `np.random` RNG without seeding it.
+
+## What it does
+In a script that seeds something, flags calls of the global `random` module
+functions (`random.shuffle`, `random.randint`, ...) when `random` is never
+seeded, and of the global `np.random` functions (`np.random.rand`,
+`np.random.permutation`, ...) when `np.random` is never seeded. Helpers that
+seed every library (Lightning's `seed_everything`, transformers' `set_seed`)
+count as seeding both.
+
+## Why is this bad?
+Seeding torch does not seed Python's or NumPy's global generators. Data
+augmentation or sampling that uses them differs on every run.
+
+## Example
+```python
+torch.manual_seed(0)
+random.shuffle(files)
+```
+
+## Use instead
+```python
+torch.manual_seed(0)
+random.seed(0)
+random.shuffle(files)
+```
+or use a seeded generator: `rng = random.Random(0)`, `np.random.default_rng(0)`.
+
+## Fix
+None automatic.
+"""
+
+from opscan.codes import parse_doc
+from opscan.lint.apis import global_rng_library
+from opscan.lint.context import Context
+
+RULE = parse_doc(__doc__)
+
+_SEED_CALL = {"random": "random.seed(...)", "numpy": "np.random.seed(...)"}
+
+
+def check(ctx: Context) -> None:
+    if not ctx.seeds:
+        return
+    seen = set()
+    for event in ctx.trace.events:
+        if event.kind != "call" or not event.data.get("qualname"):
+            continue
+        lib = global_rng_library(event.data["qualname"])
+        if lib is None or lib in ctx.seeded_libs or (event.path, event.loc) in seen:
+            continue
+        seen.add((event.path, event.loc))
+        short = event.data["qualname"].replace("numpy.", "np.")
+        ctx.report(
+            RULE,
+            event.path,
+            event.loc,
+            f"`{short}` draws from the global {'NumPy' if lib == 'numpy' else 'Python'} RNG, which this script never seeds; "
+            f"call `{_SEED_CALL[lib]}` or use a seeded generator",
+        )
