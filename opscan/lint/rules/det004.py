@@ -52,7 +52,11 @@ def check(ctx: Context) -> None:
             path, loc = event.anchor
             cuda_path, cuda_loc = first_cuda.anchor
             where = f"line {cuda_loc.line}" if cuda_path == path else f"{cuda_path}:{cuda_loc.line}"
-            movable = not event.via and event.api in (None, "os.environ.setdefault", "os.environ.update", "os.putenv")
+            movable = (
+                (event.path, event.loc) == (path, loc)  # the statement itself is in this script
+                and event.api in (None, "os.environ.setdefault", "os.putenv")
+                and isinstance(event.data.get("value"), str)  # a computed value may need names defined later
+            )
             ctx.report(
                 RULE,
                 path,

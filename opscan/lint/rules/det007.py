@@ -1,7 +1,7 @@
 """DET007 nondeterministic-op: An API with no deterministic CUDA implementation is used where determinism is enabled.
 
 ## What it does
-In a script that enables `torch.use_deterministic_algorithms(True)` (strictly),
+In a script that enables `torch.use_deterministic_algorithms(True)`,
 flags each call that reaches a kernel with no deterministic CUDA implementation
 in the targeted torch version, for example `F.interpolate(mode="bicubic")`,
 `nn.AdaptiveAvgPool2d(7)`, `nn.ReflectionPad1d`, `nn.CTCLoss`,
@@ -17,7 +17,8 @@ raise only in backward are not flagged under `torch.no_grad()`.
 ## Why is this bad?
 Under strict determinism these calls raise `RuntimeError: ... does not have a
 deterministic implementation` at run time, usually hours into a job, and only
-the first one is reported per run.
+the first one is reported per run. Under `warn_only=True` they run their
+nondeterministic kernel, so the run is still not reproducible.
 
 ## Example
 ```python
@@ -66,8 +67,15 @@ def _index(ops):
 
 
 def check(ctx: Context) -> None:
-    if not any(e.data.get("warn_only") is False for e in ctx.enables):
+    if not ctx.enables:
         return
+    # Under warn_only the op does not raise; it runs its nondeterministic kernel and warns.
+    strict = any(e.data.get("warn_only") is False for e in ctx.enables)
+    consequence = (
+        "and will raise under use_deterministic_algorithms(True)"
+        if strict
+        else "so under warn_only it silently stays nondeterministic (strict mode would raise)"
+    )
     from opscan.rules import load
 
     by_name, by_method = _index(load().for_target(ctx.torch_version, "cuda"))
@@ -95,7 +103,7 @@ def check(ctx: Context) -> None:
                 event.path,
                 event.loc,
                 f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {ctx.torch_version} "
-                f"and will raise under use_deterministic_algorithms(True); {op.remedy}",
+                f"{consequence}; {op.remedy}",
                 op=op.id,
             )
             break

@@ -1,0 +1,136 @@
+"""[tool.opscan] discovery and merging with flags, through the real CLI."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from opscan.cli import main
+from tests.lint.helpers import chdir
+
+BAD = "import torch\n\ntorch.manual_seed(0)\ntorch.backends.cudnn.benchmark = True\n"
+
+
+def _project(tmp_path, config: str | None, files: dict[str, str]):
+    if config is not None:
+        (tmp_path / "pyproject.toml").write_text(textwrap.dedent(config))
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path
+
+
+def _lint(tmp_path, capsys, *args) -> tuple[int, list[str], str]:
+    with chdir(tmp_path):
+        rc = main(["lint", "--no-cache", *args])
+    out, err = capsys.readouterr()
+    codes = [line.split()[1] for line in out.splitlines() if ": DET" in line]
+    return rc, codes, err
+
+
+def test_no_config_selects_everything(tmp_path, capsys):
+    _project(tmp_path, None, {"train.py": BAD})
+    rc, codes, _ = _lint(tmp_path, capsys, "train.py")
+    assert rc == 1
+    assert codes == ["DET001", "DET002", "DET005"]
+
+
+def test_select_and_ignore_from_config(tmp_path, capsys):
+    _project(tmp_path, '[tool.opscan]\nselect = ["DET00"]\nignore = ["DET002"]\n', {"train.py": BAD})
+    rc, codes, _ = _lint(tmp_path, capsys, "train.py")
+    assert codes == ["DET001", "DET005"]
+
+
+def test_flags_override_config(tmp_path, capsys):
+    _project(tmp_path, '[tool.opscan]\nselect = ["DET001"]\n', {"train.py": BAD})
+    rc, codes, _ = _lint(tmp_path, capsys, "--select", "DET005", "train.py")
+    assert codes == ["DET005"]
+    rc, codes, _ = _lint(tmp_path, capsys, "--select", "ALL", "--ignore", "DET001,DET005", "train.py")
+    assert codes == ["DET002"]
+
+
+def test_per_file_ignores(tmp_path, capsys):
+    _project(
+        tmp_path,
+        '[tool.opscan]\n[tool.opscan.per-file-ignores]\n"scripts/*.py" = ["DET001", "DET002"]\n',
+        {"scripts/a.py": BAD, "train.py": BAD},
+    )
+    with chdir(tmp_path):
+        rc = main(["lint", "--no-cache", "."])
+    out = capsys.readouterr().out
+    assert "scripts/a.py:4:1: DET005" in out
+    assert "scripts/a.py:3:1: DET001" not in out
+    assert "train.py:3:1: DET001" in out
+
+
+def test_exclude_and_extend_exclude(tmp_path, capsys):
+    _project(
+        tmp_path,
+        '[tool.opscan]\nextend-exclude = ["generated"]\n',
+        {"generated/a.py": BAD, "train.py": BAD, ".venv/lib/x.py": BAD},
+    )
+    with chdir(tmp_path):
+        main(["lint", "--no-cache", "."])
+    out = capsys.readouterr().out
+    assert "generated/" not in out and ".venv" not in out
+    assert "train.py:3:1: DET001" in out
+
+
+def test_force_exclude_applies_to_named_files(tmp_path, capsys):
+    _project(tmp_path, '[tool.opscan]\nextend-exclude = ["generated"]\n', {"generated/a.py": BAD})
+    rc, codes, _ = _lint(tmp_path, capsys, "generated/a.py")
+    assert codes  # named explicitly: linted, as ruff does
+    rc, codes, _ = _lint(tmp_path, capsys, "--force-exclude", "generated/a.py")
+    assert rc == 0 and codes == []
+
+
+@pytest.mark.parametrize(
+    "config,args",
+    [
+        ('[tool.opscan]\nselect = ["DET999"]\n', []),
+        ('[tool.opscan]\nignore = ["XYZ"]\n', []),
+        ('[tool.opscan]\n[tool.opscan.per-file-ignores]\n"a.py" = ["DET0x"]\n', []),
+        (None, ["--select", "DET42"]),
+        (None, ["--ignore", "E501"]),
+        ('[tool.opscan]\nselct = ["DET001"]\n', []),
+        ('[tool.opscan]\ntorch-version = "latest"\n', []),
+        ("[tool.opscan\n", []),
+    ],
+)
+def test_bad_config_exits_2_with_message(tmp_path, capsys, config, args):
+    _project(tmp_path, config, {"train.py": BAD})
+    rc, codes, err = _lint(tmp_path, capsys, *args, "train.py")
+    assert rc == 2
+    assert err.startswith("opscan: error:")
+    assert "Traceback" not in err
+
+
+def test_config_found_by_walking_up(tmp_path, capsys):
+    _project(tmp_path, '[tool.opscan]\nignore = ["DET002"]\n', {"src/deep/train.py": BAD})
+    rc, codes, _ = _lint(tmp_path / "src", capsys, "deep/train.py")
+    assert codes == ["DET001", "DET005"]
+
+
+def test_roots_resolve_project_imports(tmp_path, capsys):
+    helper = "import torch\n\ndef set_seed(s):\n    torch.manual_seed(s)\n"
+    script = "from mylib.seed import set_seed\n\nset_seed(0)\n"
+    _project(tmp_path, '[tool.opscan]\nroots = ["src"]\n', {"src/mylib/__init__.py": "", "src/mylib/seed.py": helper, "scripts/train.py": script})
+    with chdir(tmp_path):
+        main(["lint", "--no-cache", "scripts/train.py"])
+    out = capsys.readouterr().out
+    assert "scripts/train.py:3:1: DET001 [*] Seeds via `mylib.seed.set_seed`" in out
+
+
+def test_torch_version_from_config_and_flag(tmp_path, capsys):
+    # A version far in the past, before any rule's range starts, has no DET007 ops.
+    src = (
+        "import os\nos.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8'\nimport torch\n"
+        "torch.use_deterministic_algorithms(True)\nbag = torch.nn.EmbeddingBag(10, 3, mode='max')\n"
+    )
+    _project(tmp_path, '[tool.opscan]\ntorch-version = "0.1"\n', {"train.py": src})
+    rc, codes, _ = _lint(tmp_path, capsys, "train.py")
+    assert codes == []
+    rc, codes, _ = _lint(tmp_path, capsys, "--torch-version", "2.14", "train.py")
+    assert codes == ["DET007"]
