@@ -89,6 +89,8 @@ class Project:
         self._load_facts = load_facts  # (path, package) -> ModuleFacts
         self.roots = [r.resolve() for r in roots]
         self._modules: dict[str, Module | None] = {}
+        self._found: dict[tuple[str, tuple[Path, ...]], Module | None] = {}
+        self._resolved: dict[tuple[str, str, tuple[Path, ...]], object] = {}
 
     # -- modules --------------------------------------------------------------
 
@@ -120,12 +122,17 @@ class Project:
 
     def find_module(self, dotted: str, search: list[Path]) -> Module | None:
         """The project file for a dotted module name, searching the entry's folder, then the roots."""
+        key = (dotted, tuple(search))
+        if key not in self._found:
+            self._found[key] = self._find_module(dotted, search)
+        return self._found[key]
+
+    def _find_module(self, dotted: str, search: list[Path]) -> Module | None:
+        if not all(part.isidentifier() for part in dotted.split(".")):
+            return None
         rel = Path(*dotted.split("."))
         for base in search:
             for candidate in (base / rel.with_suffix(".py"), base / rel / "__init__.py"):
-                key = str(candidate)
-                if key in self._modules:
-                    return self._modules[key]
                 if candidate.is_file():
                     return self.module_at(candidate, dotted)
         return None
@@ -137,6 +144,12 @@ class Project:
         ("class", Module, ClassFacts) or None."""
         if depth > 8 or not qualname:
             return None
+        key = (qualname, mod.path, tuple(search))
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(qualname, mod, search, depth)
+        return self._resolved[key]
+
+    def _resolve(self, qualname: str, mod: Module, search: list[Path], depth: int):
         if qualname in MODELS:
             return ("model", qualname, MODELS[qualname])
         if qualname.startswith(THIS + "."):
