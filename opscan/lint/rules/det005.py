@@ -42,12 +42,16 @@ def check(ctx: Context) -> None:
     for event in ctx.of("cudnn"):
         if event.data.get("flag") != "benchmark" or event.data.get("value") is not True:
             continue
-        is_trainer = event.api is not None  # set by a helper's argument, not an assignment
-        what = f"`{event.api}(benchmark=True)`" if is_trainer else "`cudnn.benchmark = True`"
+        if event.api is None:  # an assignment
+            what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, {"action": "benchmark_false", "keyword": False})
+        elif event.api.endswith(".Trainer"):  # Lightning's Trainer(benchmark=True)
+            what, fix = f"`{event.api}(benchmark=True)`", Fix("Pass benchmark=False", applicability, {"action": "benchmark_false", "keyword": True})
+        else:  # a helper that turns it on by itself
+            what, fix = f"`{event.api}` sets `cudnn.benchmark = True`, which", None
         ctx.report(
             RULE,
             event.path,
             event.loc,
             f"{what} picks convolution algorithms by timing, which varies between runs; set benchmark to False",
-            Fix("Set benchmark to False", applicability, {"action": "benchmark_false", "keyword": is_trainer}),
+            fix,
         )
