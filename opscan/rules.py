@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# An argument whose value cannot be known statically. Lint's call records carry
+# this very object (plain data, no heavy imports), so it is shared, not redefined.
+from opscan.lint.model import UNKNOWN
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -73,24 +77,37 @@ def version_in_range(version: str | tuple[int, ...], spec: str) -> bool:
 
 # ---------------------------------------------------------------- conditions
 
-UNKNOWN = object()  # an argument whose value cannot be known statically
+# Predicate keys a `when` table may use, each with what it tests.
+PREDICATES = {
+    "eq": "the literal equals the value",
+    "ne": "the literal differs from the value",
+    "in": "the literal is one of the values",
+    "not_in": "the literal is none of the values",
+    "present": "the argument is (true) or is not (false) passed as something other than None",
+    "len_in": "the literal is a tuple or list whose length is one of the values",
+    "runtime": "decided only at run time (a shape, a dtype, a device): never decidable statically",
+}
 
 
 def _norm(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_norm(v) for v in value]
-    if isinstance(value, list):
-        return [_norm(v) for v in value]
+    """Tuples become lists; a sequence with an unknown element is unknown as a whole."""
+    if isinstance(value, (tuple, list)):
+        items = [_norm(v) for v in value]
+        return UNKNOWN if any(v is UNKNOWN for v in items) else items
     return value
 
 
 def _predicate(pred: dict[str, Any], value: Any) -> bool | None:
     """Evaluate one predicate table on a literal value; None when the value is unknown."""
+    if "runtime" in pred:
+        return None
     if "present" in pred:
         return (value is not None) == bool(pred["present"])
+    value = _norm(value)
     if value is UNKNOWN:
         return None
-    value = _norm(value)
+    if "len_in" in pred:
+        return isinstance(value, list) and len(value) in pred["len_in"]
     if "eq" in pred:
         return value == _norm(pred["eq"])
     if "ne" in pred:
@@ -109,6 +126,9 @@ class Api:
     name: str
     kind: str = "function"  # "function", "layer" (constructor) or "method"
     args: tuple[str, ...] = ()  # positional parameter order, excluding self
+    # Parameters read only when passed by keyword: keyword-only ones, and, for a
+    # method whose name other libraries share, ones deliberately not bound by position.
+    keywords: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     # Alternatives, each a table of argument -> predicate; the op is reached if any alternative holds.
     when: tuple[dict[str, Any], ...] = ()
@@ -174,12 +194,25 @@ class RuleDB:
         return None
 
     def by_aten(self, overload: str) -> OpRule | None:
-        packet = overload.split(".")[0]
+        """Find the op for an aten overload ('aten.put_.default'), or failing that its packet ('aten.put_')."""
         for op in self.ops:
-            for name in op.aten:
-                if name == overload or name.split(".")[0] == packet:
-                    return op
+            if overload in op.aten:
+                return op
+        packet = _packet(overload)
+        for op in self.ops:
+            if any(_packet(name) == packet for name in op.aten):
+                return op
         return None
+
+
+def _packet(name: str) -> str:
+    """'aten.put_.default', 'aten::put_.out', 'aten.put_' and 'put_' all give 'put_'."""
+    name = name.strip()
+    for prefix in ("aten::", "aten.", "torchvision::", "torchvision."):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    return name.split(".")[0]
 
 
 def _as_tuple(value: Any) -> tuple:
@@ -190,16 +223,33 @@ def _as_tuple(value: Any) -> tuple:
     return (value,)
 
 
+def _check_when(when: tuple, where: str) -> None:
+    for alternative in when:
+        if not isinstance(alternative, dict) or not alternative:
+            raise RulesError(f"{where}: each `when` alternative must be a non-empty table")
+        for arg, pred in alternative.items():
+            if not isinstance(pred, dict) or len(pred) != 1 or next(iter(pred)) not in PREDICATES:
+                raise RulesError(
+                    f"{where}: predicate for {arg!r} must be one of {sorted(PREDICATES)}, got {pred!r}"
+                )
+            key, operand = next(iter(pred.items()))
+            if key in ("in", "not_in", "len_in") and not isinstance(operand, list):
+                raise RulesError(f"{where}: {key!r} for {arg!r} takes a list, got {operand!r}")
+
+
 def _load_api(raw: dict[str, Any], where: str) -> Api:
     if "name" not in raw:
         raise RulesError(f"{where}: api without a name")
     kind = raw.get("kind", "function")
     if kind not in ("function", "layer", "method"):
         raise RulesError(f"{where}: api {raw['name']!r} has unknown kind {kind!r}")
+    where = f"{where}, api {raw['name']!r}"
+    _check_when(_as_tuple(raw.get("when")), where)
     return Api(
         name=raw["name"],
         kind=kind,
         args=_as_tuple(raw.get("args")),
+        keywords=_as_tuple(raw.get("keywords")),
         defaults=dict(raw.get("defaults", {})),
         when=tuple(dict(alt) for alt in _as_tuple(raw.get("when"))),
         note=raw.get("note", ""),
@@ -235,6 +285,8 @@ def load_file(path: Path) -> list[OpRule]:
             raise RulesError(f"{where}: missing key {exc}") from exc
         if op.phase not in ("forward", "backward"):
             raise RulesError(f"{where}: phase must be forward or backward")
+        if not op.devices or not set(op.devices) <= {"cpu", "cuda"}:
+            raise RulesError(f"{where}: devices must be a non-empty subset of cpu, cuda")
         version_in_range("2.0", op.torch)  # validates the spec
         ops.append(op)
     return ops

@@ -52,7 +52,7 @@ def _bind(api, args) -> dict:
     if args.star:
         from opscan.lint.model import UNKNOWN
 
-        for name in api.args:
+        for name in api.args + api.keywords:
             bound.setdefault(name, UNKNOWN)
     return bound
 

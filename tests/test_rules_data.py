@@ -1,0 +1,324 @@
+"""The op rule database in rules/*.toml: it loads, it is well formed, and the version logic holds.
+
+Needs no torch. What each op claims about torch is checked against real
+alerts by tests/gpu/test_rule_reproducers.py (CUDA, and put_/max_unpool on CPU).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from opscan import rules
+from opscan.lint.model import UNKNOWN
+from opscan.rules import (
+    NEWEST_TORCH,
+    Api,
+    RulesError,
+    load,
+    load_file,
+    parse_version,
+    version_in_range,
+)
+
+DB = load()
+OPS = DB.ops
+IDS = [op.id for op in OPS]
+ALL_APIS = [(op, api) for op in OPS for api in op.apis]
+API_IDS = [f"{op.id}:{api.name}" for op, api in ALL_APIS]
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# ---------------------------------------------------------------- the data loads and is complete
+
+
+def test_database_is_not_empty_and_ids_are_unique():
+    assert len(OPS) >= 30
+    assert len(set(IDS)) == len(IDS)
+
+
+@pytest.mark.parametrize("op", OPS, ids=IDS)
+def test_op_is_complete(op):
+    assert re.fullmatch(r"[a-z][a-z0-9_]*", op.id), "ids are stable snake_case"
+    assert op.title and op.title != op.id
+    assert op.apis, "at least one user-facing route"
+    assert op.aten and all(re.fullmatch(r"(aten|torchvision)\.[A-Za-z0-9_]+\.[A-Za-z0-9_]+", a) for a in op.aten)
+    assert op.callers and all(c.strip() == c and c for c in op.callers)
+    assert op.phase in ("forward", "backward")
+    assert set(op.devices) <= {"cpu", "cuda"} and op.devices
+    assert op.torch, "every op names the torch range in which it raises"
+    assert op.remedy.strip() and op.remedy.rstrip().endswith(".")
+    assert op.reproducer.strip()
+    assert op.provenance.strip()
+
+
+@pytest.mark.parametrize("op", OPS, ids=IDS)
+def test_snippets_are_valid_python(op):
+    ast.parse(textwrap.dedent(op.reproducer))
+    if op.remedy_code.strip():
+        ast.parse(textwrap.dedent(op.remedy_code))
+
+
+@pytest.mark.parametrize("op", OPS, ids=IDS)
+def test_reproducer_uses_only_the_documented_names(op):
+    """Reproducers run with torch, nn, F and device in scope; anything else they must import."""
+    tree = ast.parse(op.reproducer)
+    imported = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned |= {e.id for n in ast.walk(tree) if isinstance(n, ast.Tuple) for e in n.elts if isinstance(e, ast.Name)}
+    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    unknown = loaded - {"torch", "nn", "F", "device"} - imported - assigned - set(dir(builtins))
+    assert not unknown, f"undefined names in reproducer: {unknown}"
+    assert "device" in loaded, "the reproducer must build its tensors on `device`"
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if "cuda" in op.devices], ids=lambda op: op.id)
+def test_some_version_raises(op):
+    versions = [f"{major}.{minor}" for major, minor in [(1, m) for m in range(8, 14)] + [(2, m) for m in range(16)]]
+    assert any(op.raises_on(v, "cuda") for v in versions), "a range nothing satisfies is dead data"
+
+
+def test_callers_and_aten_lookups():
+    assert DB.by_caller("adaptive_avg_pool2d_backward_cuda").id == "adaptive_avg_pool2d_backward"
+    assert DB.by_caller("upsample_bicubic2d_backward_out_cuda").id == "upsample_bicubic2d_backward"
+    assert DB.by_caller("median CUDA with indices output").id == "median_dim"
+    assert DB.by_caller("no such caller") is None
+    assert DB.by_aten("aten._adaptive_avg_pool2d_backward.default").id == "adaptive_avg_pool2d_backward"
+    assert DB.by_aten("aten.reflection_pad3d_backward.grad_input").id == "reflection_pad3d_backward"
+    # a packet without its overload still finds the op, and unrelated ops do not match
+    assert DB.by_aten("aten.grid_sampler_3d_backward").id == "grid_sampler_backward"
+    assert DB.by_aten("aten::histc").id == "histc"
+    assert DB.by_aten("aten.add.Tensor") is None
+
+
+def test_every_caller_maps_back_to_an_op_that_lists_it():
+    for op in OPS:
+        for caller in op.callers:
+            assert caller in DB.by_caller(caller).callers
+        for name in op.aten:
+            assert name in DB.by_aten(name).aten
+
+
+def test_newest_target():
+    newest = {op.id for op in DB.for_target(NEWEST_TORCH, "cuda")}
+    # what torch 2.14 still raises on CUDA
+    assert {"upsample_bicubic2d_backward", "adaptive_avg_pool2d_backward", "reflection_pad1d_backward", "put", "median_dim"} <= newest
+    # what it no longer raises
+    assert not newest & {"upsample_bilinear2d_backward", "upsample_trilinear3d_backward", "kthvalue", "cumsum", "reflection_pad2d_backward", "replication_pad1d_backward"}
+    assert {op.id for op in DB.for_target(NEWEST_TORCH, "cpu")} == {"put", "max_unpool2d_forward", "max_unpool3d_forward"}
+
+
+# ---------------------------------------------------------------- api entries are well formed
+
+
+@pytest.mark.parametrize(("op", "api"), ALL_APIS, ids=API_IDS)
+def test_api_is_well_formed(op, api):
+    assert api.kind in ("function", "layer", "method")
+    if api.kind == "method":
+        assert IDENT.match(api.name), "methods are bare names like put_"
+    else:
+        assert re.fullmatch(r"(torch|torchvision)(\.[A-Za-z_][A-Za-z0-9_]*)+", api.name)
+    if api.kind == "layer":
+        assert api.name.split(".")[-1][0].isupper(), "a layer is an nn.Module constructor"
+    assert len(set(api.args)) == len(api.args)
+    assert all(IDENT.match(a) for a in api.args + api.keywords)
+    assert not set(api.args) & set(api.keywords)
+    if api.kind == "function" and api.name.startswith(("torch.nn.functional.", "torchvision.ops.")) and api.args:
+        assert api.args[0] in ("input", "log_probs"), "functionals take the tensor first"
+    if api.kind in ("layer", "method"):
+        assert "input" not in api.args and "self" not in api.args
+
+
+@pytest.mark.parametrize(("op", "api"), ALL_APIS, ids=API_IDS)
+def test_when_reads_known_parameters(op, api):
+    known = set(api.args) | set(api.keywords) | set(api.defaults)
+    for alternative in api.when:
+        assert alternative
+        for arg, pred in alternative.items():
+            (key, operand), = pred.items()
+            assert key in rules.PREDICATES
+            if key == "runtime":
+                assert isinstance(operand, str) and operand, "say what is decided at run time"
+                continue
+            assert arg in known, f"{api.name}: `when` reads {arg!r}, which is not in args, keywords or defaults"
+            if key in ("in", "not_in", "len_in"):
+                assert isinstance(operand, list)
+    assert set(api.defaults) <= set(api.args) | set(api.keywords)
+
+
+def _api(op_id: str, name: str) -> Api:
+    return next(api for api in next(op for op in OPS if op.id == op_id).apis if api.name == name)
+
+
+INTERP = "torch.nn.functional.interpolate"
+
+
+@pytest.mark.parametrize(
+    ("op_id", "name", "bound", "expected"),
+    [
+        ("upsample_bicubic2d_backward", INTERP, {"mode": "bicubic"}, True),
+        ("upsample_bicubic2d_backward", INTERP, {"mode": "bicubic", "antialias": True}, False),
+        ("upsample_bicubic2d_aa_backward", INTERP, {"mode": "bicubic", "antialias": True}, True),
+        ("upsample_bicubic2d_backward", INTERP, {}, False),
+        ("upsample_bicubic2d_backward", INTERP, {"mode": UNKNOWN}, None),
+        ("upsample_linear1d_backward", INTERP, {"mode": "linear"}, True),
+        ("adaptive_avg_pool2d_backward", "torch.nn.AdaptiveAvgPool2d", {"output_size": 7}, True),
+        ("adaptive_avg_pool2d_backward", "torch.nn.AdaptiveAvgPool2d", {"output_size": (7, 7)}, True),
+        ("adaptive_avg_pool2d_backward", "torch.nn.AdaptiveAvgPool2d", {"output_size": 1}, False),
+        ("adaptive_avg_pool2d_backward", "torch.nn.AdaptiveAvgPool2d", {"output_size": (1, 1)}, False),
+        ("adaptive_avg_pool2d_backward", "torch.nn.AdaptiveAvgPool2d", {"output_size": (1, UNKNOWN)}, None),
+        ("adaptive_avg_pool2d_backward", "torch.nn.AdaptiveAvgPool2d", {"output_size": UNKNOWN}, None),
+        ("adaptive_avg_pool3d_backward", "torch.nn.AdaptiveAvgPool3d", {"output_size": (1, 1, 1)}, False),
+        ("embedding_bag_max_backward", "torch.nn.EmbeddingBag", {"num_embeddings": 10, "mode": "max"}, True),
+        ("embedding_bag_max_backward", "torch.nn.EmbeddingBag", {"num_embeddings": 10}, False),
+        ("embedding_bag_max_backward", "torch.nn.EmbeddingBag.from_pretrained", {"mode": "max"}, False),
+        ("embedding_bag_max_backward", "torch.nn.EmbeddingBag.from_pretrained", {"mode": "max", "freeze": False}, True),
+        ("bincount_weights", "torch.bincount", {"input": UNKNOWN, "weights": UNKNOWN}, True),
+        ("bincount_weights", "torch.bincount", {"input": UNKNOWN}, False),
+        ("bincount_weights", "torch.bincount", {"input": UNKNOWN, "weights": None}, False),
+        ("median_dim", "torch.median", {"input": UNKNOWN, "dim": 1}, True),
+        ("median_dim", "torch.median", {"input": UNKNOWN}, False),
+        ("median_dim", "median", {}, False),
+        ("median_dim", "median", {"dim": 0}, True),
+        ("put", "put_", {"index": UNKNOWN, "source": UNKNOWN}, True),
+        ("put", "put_", {"accumulate": True}, False),
+        ("put_accumulate", "put_", {"accumulate": True}, True),
+        ("put_accumulate", "put_", {"accumulate": UNKNOWN}, None),
+        ("scatter_reduce_prod", "scatter_reduce", {"reduce": "prod"}, True),
+        ("scatter_reduce_prod", "scatter_reduce", {"reduce": "amax"}, False),
+        ("scatter_multiply", "scatter_", {"reduce": "multiply"}, True),
+        ("scatter_multiply", "scatter_", {}, False),
+        ("reflection_pad1d_backward", "torch.nn.functional.pad", {"pad": (1, 1), "mode": "reflect"}, True),
+        ("reflection_pad1d_backward", "torch.nn.functional.pad", {"pad": (1, 1, 1, 1), "mode": "reflect"}, False),
+        ("reflection_pad3d_backward", "torch.nn.functional.pad", {"pad": [1] * 6, "mode": "reflect"}, True),
+        ("reflection_pad1d_backward", "torch.nn.functional.pad", {"pad": UNKNOWN, "mode": "reflect"}, None),
+        ("reflection_pad1d_backward", "torch.nn.functional.pad", {"pad": (1, 1)}, False),
+        ("max_pool3d_backward", "torch.nn.MaxPool3d", {"kernel_size": 2}, True),
+        ("max_pool3d_backward", "torch.nn.MaxPool3d", {"kernel_size": 2, "return_indices": True}, False),
+        ("max_pool3d_with_indices_backward", "torch.nn.MaxPool3d", {"kernel_size": 2, "return_indices": True}, True),
+        ("grid_sampler_backward", "torch.nn.functional.grid_sample", {}, True),
+        ("grid_sampler_backward", "torch.nn.functional.grid_sample", {"align_corners": True}, False),
+        ("grid_sampler_backward", "torch.nn.functional.grid_sample", {"align_corners": True, "mode": "nearest"}, True),
+        ("grid_sampler_backward", "torch.nn.functional.grid_sample", {"align_corners": UNKNOWN}, None),
+        ("nll_loss2d_forward", "torch.nn.CrossEntropyLoss", {}, None),
+        ("nll_loss2d_forward", "torch.nn.CrossEntropyLoss", {"reduction": "none"}, False),
+        ("cumsum", "torch.cumsum", {"input": UNKNOWN, "dim": 0}, None),
+        ("histc", "torch.histc", {"input": UNKNOWN}, True),
+    ],
+)
+def test_when_semantics(op_id, name, bound, expected):
+    assert _api(op_id, name).matches(bound) is expected
+
+
+# ---------------------------------------------------------------- the loader rejects bad data
+
+
+@pytest.mark.parametrize(
+    ("snippet", "message"),
+    [
+        ('id = "x"\ntitle = "x"\ncallers = ["c"]\nremedy = "r."\ntorch = ">=2"\nphase = "sideways"\n', "phase"),
+        ('id = "x"\ncallers = ["c"]\ntorch = ">=2"\n', "missing key 'remedy'"),
+        ('id = "x"\nremedy = "r."\ntorch = "~=2.1"\n', "bad version clause"),
+        ('id = "x"\nremedy = "r."\ndevices = ["tpu"]\n', "devices"),
+        ('id = "x"\nremedy = "r."\n[[op.api]]\nname = "f"\nkind = "macro"\n', "unknown kind"),
+        ('id = "x"\nremedy = "r."\n[[op.api]]\nname = "f"\nwhen = [{ mode = { like = "a" } }]\n', "predicate"),
+        ('id = "x"\nremedy = "r."\n[[op.api]]\nname = "f"\nwhen = [{ mode = { in = "a" } }]\n', "takes a list"),
+        ('id = "x"\nremedy = "r."\n[[op.api]]\nkind = "layer"\n', "without a name"),
+    ],
+)
+def test_loader_rejects_bad_data(tmp_path: Path, snippet, message):
+    path = tmp_path / "bad.toml"
+    path.write_text("[[op]]\n" + snippet, encoding="utf-8")
+    with pytest.raises(RulesError, match=re.escape(message)):
+        load_file(path)
+
+
+def test_loader_rejects_duplicate_ids_and_broken_toml(tmp_path: Path):
+    op = '[[op]]\nid = "x"\nremedy = "r."\n'
+    (tmp_path / "a.toml").write_text(op, encoding="utf-8")
+    (tmp_path / "b.toml").write_text(op, encoding="utf-8")
+    with pytest.raises(RulesError, match="duplicate op id"):
+        load(str(tmp_path))
+    (tmp_path / "b.toml").write_text("[[op]\n", encoding="utf-8")
+    with pytest.raises(RulesError, match="b.toml"):
+        load(str(tmp_path))
+
+
+# ---------------------------------------------------------------- version ranges
+
+
+@pytest.mark.parametrize(
+    ("version", "spec", "expected"),
+    [
+        ("2.11.0+cu130", ">=2.1", True),
+        ("2.11.0+cu130", ">=1.8,<2.10", False),
+        ("2.9.1", ">=1.8,<2.10", True),
+        ("2.10", ">=1.8,<2.10", False),
+        ("2.10.0a0+git1234", "<2.10", False),  # a pre-release counts as its release
+        ("2.1", "==2.1", True),
+        ("2.1.2", "==2.1", True),
+        ("2.10.0", "==2.1", False),
+        ("2.10.0", "!=2.1", True),
+        ("1.13.1", ">1.13", True),
+        ("1.13.0", ">1.13", False),
+        ("2.0", "<=2", True),
+        ("2.14", "", True),
+        ("2.14", " >=2.1 , <2.15 ", True),
+    ],
+)
+def test_version_in_range(version, spec, expected):
+    assert version_in_range(version, spec) is expected
+
+
+def test_parse_version():
+    assert parse_version("2.11.0+cu130") == (2, 11, 0)
+    assert parse_version("2.14") == (2, 14, 0)
+    assert parse_version("2") == (2, 0, 0)
+    assert parse_version(" 2.5.1.post3") == (2, 5, 1)
+    with pytest.raises(ValueError):
+        parse_version("latest")
+
+
+def test_bad_clause_is_a_rules_error():
+    with pytest.raises(RulesError):
+        version_in_range("2.1", ">=2.1,latest")
+
+
+versions = st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(0, 12))
+suffixes = st.sampled_from(["", "+cu130", "+cpu", "a0+git0f1e2d", ".dev20260101", "rc1", ".post2"])
+
+
+def _text(v, suffix=""):
+    return ".".join(map(str, v)) + suffix
+
+
+@given(v=versions, suffix=suffixes, lo=versions, hi=versions)
+def test_half_open_range_matches_tuple_order(v, suffix, lo, hi):
+    spec = f">={_text(lo)},<{_text(hi)}"
+    assert version_in_range(_text(v, suffix), spec) == (lo <= v < hi)
+
+
+@given(v=versions, suffix=suffixes, bound=versions)
+def test_complementary_clauses(v, suffix, bound):
+    text, b = _text(v, suffix), _text(bound)
+    assert version_in_range(text, f">={b}") != version_in_range(text, f"<{b}")
+    assert version_in_range(text, f"<={b}") != version_in_range(text, f">{b}")
+    assert version_in_range(text, f"=={b}") != version_in_range(text, f"!={b}")
+
+
+@given(v=versions, major=st.integers(0, 3), minor=st.integers(0, 20))
+def test_short_equality_is_a_prefix_match(v, major, minor):
+    assert version_in_range(_text(v), f"=={major}.{minor}") == (v[:2] == (major, minor))
+
+
+@given(v=versions, suffix=suffixes)
+def test_every_op_range_accepts_any_version_string(v, suffix):
+    for op in OPS:
+        assert isinstance(op.raises_on(_text(v, suffix), "cuda"), bool)
