@@ -1,0 +1,107 @@
+"""Save, set and restore the torch global state a scan touches.
+
+`StrictMode` turns on `torch.use_deterministic_algorithms(True)` (strict, not
+warn_only) and, while it is on, keeps user code from turning it off: calls to
+`torch.use_deterministic_algorithms` and `torch.set_deterministic_debug_mode`
+are recorded and ignored, since a scan that obeyed them would miss ops. On
+exit every flag it saved is put back, even when the traced code raised.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+import torch
+
+
+@dataclass(frozen=True)
+class TorchFlags:
+    """The global flags that decide determinism, as they stand."""
+
+    deterministic: bool
+    warn_only: bool
+    fill_uninitialized_memory: bool | None
+    cudnn_enabled: bool
+    cudnn_benchmark: bool
+    cudnn_deterministic: bool
+
+    @classmethod
+    def capture(cls) -> TorchFlags:
+        return cls(
+            deterministic=torch._C._get_deterministic_algorithms(),
+            warn_only=torch._C._get_deterministic_algorithms_warn_only(),
+            fill_uninitialized_memory=_get_fill(),
+            cudnn_enabled=torch.backends.cudnn.enabled,
+            cudnn_benchmark=torch.backends.cudnn.benchmark,
+            cudnn_deterministic=torch.backends.cudnn.deterministic,
+        )
+
+    def restore(self) -> None:
+        torch._C._set_deterministic_algorithms(self.deterministic, warn_only=self.warn_only)
+        if self.fill_uninitialized_memory is not None:
+            torch._C._set_deterministic_fill_uninitialized_memory(self.fill_uninitialized_memory)
+        torch.backends.cudnn.enabled = self.cudnn_enabled
+        torch.backends.cudnn.benchmark = self.cudnn_benchmark
+        torch.backends.cudnn.deterministic = self.cudnn_deterministic
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _get_fill() -> bool | None:
+    getter = getattr(torch._C, "_get_deterministic_fill_uninitialized_memory", None)
+    return getter() if getter is not None else None
+
+
+def _call_site(depth: int) -> str:
+    from opscan.trace.sourcemap import display_path, user_frame
+
+    frame = user_frame(sys._getframe(depth + 1))
+    return f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "?"
+
+
+class StrictMode:
+    """Context manager: strict deterministic mode, pinned against user code, restored on exit.
+
+    `on_override(message)` hears about each ignored attempt to change the mode.
+    """
+
+    def __init__(self, *, pin: bool = True, on_override: Callable[[str], None] | None = None):
+        self.pin = pin
+        self.on_override = on_override or (lambda message: None)
+        self.saved: TorchFlags | None = None
+        self._patched: list[tuple[object, str, object]] = []
+
+    def __enter__(self) -> StrictMode:
+        self.saved = TorchFlags.capture()
+        torch._C._set_deterministic_algorithms(True, warn_only=False)
+        if self.pin:
+            self._patch(torch, "use_deterministic_algorithms", self._use_deterministic_algorithms)
+            self._patch(torch, "set_deterministic_debug_mode", self._set_deterministic_debug_mode)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        while self._patched:
+            owner, name, original = self._patched.pop()
+            setattr(owner, name, original)
+        if self.saved is not None:
+            self.saved.restore()
+
+    def _patch(self, owner, name: str, replacement) -> None:
+        self._patched.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, replacement)
+
+    def _use_deterministic_algorithms(self, mode, *, warn_only=False):
+        if not (mode is True and not warn_only):
+            self.on_override(
+                f"{_call_site(1)} calls torch.use_deterministic_algorithms({mode!r}, warn_only={warn_only!r}); "
+                "the scan kept strict mode on"
+            )
+
+    def _set_deterministic_debug_mode(self, debug_mode):
+        if debug_mode not in ("error", 2):
+            self.on_override(
+                f"{_call_site(1)} calls torch.set_deterministic_debug_mode({debug_mode!r}); the scan kept strict mode on"
+            )

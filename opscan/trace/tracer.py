@@ -1,0 +1,309 @@
+"""`Trace`: the scan as a context manager, and the findings it builds.
+
+    with Trace(target="model.py:build") as t:
+        loss = model(x).sum()
+        loss.backward()
+    t.findings  # one DET100 Finding per (op, caller, phase, source line, module)
+
+Entering puts the process in strict deterministic mode, installs the module and
+optimizer hooks of the source map and pushes the catching dispatch mode;
+leaving undoes all of it in reverse order, also when the body raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass
+
+import torch
+
+from opscan.findings import Finding
+from opscan.trace.catch import CatchMode, parse_alert
+from opscan.trace.codes import CODE
+from opscan.trace.remedy import ALLOW_HELPER, remedy_for
+from opscan.trace.sourcemap import (
+    NOWHERE,
+    SourceMap,
+    current_autograd_node,
+    display_path,
+    locate,
+    user_frame,
+)
+from opscan.trace.state import StrictMode, TorchFlags
+
+
+@dataclass
+class Occurrence:
+    """One distinct offending op at one place; `count` is how often it ran there."""
+
+    target: str | None
+    op: str
+    caller: str
+    kind: str
+    phase: str
+    filename: str | None
+    lineno: int | None
+    line_text: str
+    module: str
+    module_class: str
+    shapes: list
+    dtypes: list
+    autograd_node: str | None = None
+    count: int = 0
+    mapped: bool = True  # False: a backward node whose forward the scan did not see
+
+    @property
+    def key(self):
+        return (self.target, self.op, self.caller, self.phase, self.filename, self.lineno, self.module)
+
+
+def _tensor_summary(args, kwargs):
+    shapes, dtypes = [], []
+
+    def visit(value):
+        if isinstance(value, torch.Tensor):
+            shapes.append(list(value.shape))
+            dtypes.append(str(value.dtype).removeprefix("torch."))
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                visit(item)
+
+    for value in args:
+        visit(value)
+    for value in kwargs.values():
+        visit(value)
+    return shapes, dtypes
+
+
+class Trace:
+    """Run code in strict deterministic mode and collect every op that raises the determinism alert.
+
+    Args:
+        target: a label that each finding carries (the scanned target's name).
+        roots: nn.Modules whose submodules are named by path from that root.
+        rules: a `opscan.rules.RuleDB` for remedies; by default the bundled one.
+        pin: ignore the traced code's own attempts to turn strict mode off.
+        record_backward_sites: remember where each autograd node was created,
+            so backward ops map to forward lines (a small cost per forward op).
+    """
+
+    def __init__(self, target: str | None = None, *, roots=(), rules=None, pin: bool = True, record_backward_sites: bool = True):
+        self.target = target
+        self.notices: list[str] = []
+        self.errors: list[dict] = []
+        self.occurrences: dict[tuple, Occurrence] = {}
+        self.flags_seen: TorchFlags | None = None
+        self.cublas_alerted = False
+        self._rules = rules
+        self._rules_loaded = rules is not None
+        self._pin = pin
+        self._sourcemap = SourceMap(roots, record_nodes=record_backward_sites)
+        self._lock = threading.Lock()
+        self._stack: contextlib.ExitStack | None = None
+
+    # ---- context manager
+
+    def __enter__(self) -> Trace:
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(StrictMode(pin=self._pin, on_override=self._notice))
+            self._sourcemap.install()
+            stack.callback(self._sourcemap.remove)
+            stack.enter_context(CatchMode(self._on_alert, self._sourcemap))
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        stack, self._stack = self._stack, None
+        try:
+            self.flags_seen = TorchFlags.capture()
+            if exc is not None:
+                self._alert_outside_dispatch(exc)
+        finally:
+            if stack is not None:
+                stack.close()
+
+    # ---- recording
+
+    def _notice(self, message: str) -> None:
+        if message not in self.notices:
+            self.notices.append(message)
+
+    def set_target(self, target: str | None) -> None:
+        """Label the findings recorded from now on with another target."""
+        self.target = target
+
+    def _on_alert(self, func, args, kwargs, alert, frame) -> None:
+        node = current_autograd_node()
+        sourcemap = self._sourcemap
+        phase = sourcemap.phase(frame, node)
+        mapped = True
+        if node is not None:
+            site = sourcemap.node_site(node)
+            if site is None:
+                site, mapped = NOWHERE, False
+            node_name = node.name()
+        else:
+            site, node_name = locate(frame), None
+        if alert.kind == "cublas":
+            self.cublas_alerted = True
+        shapes, dtypes = _tensor_summary(args, kwargs)
+        self._add(str(func), alert, phase, site, shapes, dtypes, node_name, mapped)
+
+    def _add(self, op, alert, phase, site, shapes, dtypes, node_name=None, mapped=True) -> None:
+        module = self._sourcemap.name(site.module)
+        occurrence = Occurrence(
+            target=self.target,
+            op=op,
+            caller=alert.caller,
+            kind=alert.kind,
+            phase=phase,
+            filename=site.filename,
+            lineno=site.lineno,
+            line_text=site.line_text,
+            module=module.label if module else "",
+            module_class=module.cls if module else "",
+            shapes=shapes,
+            dtypes=dtypes,
+            autograd_node=node_name,
+            mapped=mapped,
+        )
+        with self._lock:  # backward ops may report from an autograd thread
+            known = self.occurrences.setdefault(occurrence.key, occurrence)
+            known.count += 1
+
+    def _alert_outside_dispatch(self, exc: BaseException) -> None:
+        """An alert raised by Python code, not by an aten op, cannot be skipped: record where it stopped the run."""
+        alert = parse_alert(exc)
+        if alert is None:
+            return
+        tb, frame = exc.__traceback__, None
+        while tb is not None:  # the innermost user frame of the traceback
+            if user_frame(tb.tb_frame) is tb.tb_frame:
+                frame = tb.tb_frame
+            tb = tb.tb_next
+        site = locate(frame) if frame is not None else NOWHERE
+        self._add("(python)", alert, "forward", site, [], [])
+        self._notice(f"{alert.caller} raised from Python code, outside any aten op; the run stopped there")
+
+    # ---- results
+
+    @property
+    def rules(self):
+        if not self._rules_loaded:
+            self._rules_loaded = True
+            from opscan.rules import RulesError, load
+
+            try:
+                self._rules = load()
+            except (RulesError, OSError) as exc:
+                self.errors.append({"message": f"cannot load the rules data: {exc}"})
+                self._rules = None
+        return self._rules
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [self._finding(o) for o in self.occurrences.values()]
+
+    def _finding(self, o: Occurrence) -> Finding:
+        remedy, rule = remedy_for(
+            self.rules,
+            op=o.op,
+            caller=o.caller,
+            phase=o.phase,
+            shapes=o.shapes,
+            line_text=o.line_text,
+            module_label=o.module,
+            module_class=o.module_class,
+        )
+        remedy_code = remedy.code or f"{ALLOW_HELPER}\n\nwith nondeterministic_allowed():\n    {o.line_text or '...'}\n"
+        path = display_path(o.filename)
+        where = f"{path}:{o.lineno}" if path else "an unknown line"
+        if o.kind == "cublas":
+            message = (
+                f"{o.op} uses cuBLAS, and CUBLAS_WORKSPACE_CONFIG is not :4096:8 or :16:8, "
+                "so this stack refuses it in deterministic mode"
+            )
+        elif o.phase == "backward":
+            origin = f"the forward op at {where}" if o.mapped else "a forward op the scan did not see"
+            message = f"{o.op} ({o.caller}) has no deterministic implementation; it runs in backward of {origin}"
+        else:
+            message = f"{o.op} ({o.caller}) has no deterministic implementation ({o.phase})"
+        extra = {
+            "target": o.target or "",
+            "op": o.op,
+            "caller": o.caller,
+            "phase": o.phase,
+            "module": o.module,
+            "module_class": o.module_class,
+            "file": path,
+            "line": o.lineno,
+            "line_text": o.line_text,
+            "shapes": o.shapes,
+            "dtypes": o.dtypes,
+            "count": o.count,
+            "remedy": remedy.text,
+            "remedy_code": remedy_code,
+            "remedy_source": remedy.source,
+        }
+        if rule is not None:
+            extra["rule"] = rule.id
+        if o.autograd_node:
+            extra["autograd_node"] = o.autograd_node
+        return Finding(code=CODE, message=message, path=path, line=o.lineno or 1, extra=extra)
+
+
+def collect_env(device: str, flags: TorchFlags | None = None, cublas_alerted: bool = False) -> dict:
+    """The versions, device and flags a scan ran with, as flat values."""
+    cuda = device.startswith("cuda")
+    config = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    env = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "device": device,
+        "gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None,
+        "cublas_workspace_config": config,
+        "cublas_enforced": _cublas_enforced(device, config, cublas_alerted) if cuda else None,
+    }
+    flags = flags or TorchFlags.capture()
+    env.update(
+        {
+            "fill_uninitialized_memory": flags.fill_uninitialized_memory,
+            "cudnn_enabled": flags.cudnn_enabled,
+            "cudnn_benchmark": flags.cudnn_benchmark,
+            "cudnn_deterministic": flags.cudnn_deterministic,
+        }
+    )
+    return env
+
+
+def _cublas_enforced(device: str, config: str | None, alerted: bool) -> bool | None:
+    """Does this stack refuse cuBLAS without a workspace config in deterministic mode?
+
+    True if the alert fired during the scan; otherwise a small matmul in strict
+    mode answers it. None when a valid config is set: the check cannot be seen then.
+    """
+    if alerted:
+        return True
+    if config in (":4096:8", ":16:8"):
+        return None
+    saved = TorchFlags.capture()
+    torch._C._set_deterministic_algorithms(True, warn_only=False)
+    try:
+        a = torch.ones(8, 8, device=device)
+        torch.mm(a, a)
+        torch.cuda.synchronize(device)
+        return False
+    except RuntimeError as exc:
+        alert = parse_alert(exc)
+        if alert is not None and alert.kind == "cublas":
+            return True
+        raise
+    finally:
+        saved.restore()

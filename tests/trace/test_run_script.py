@@ -1,0 +1,97 @@
+"""`opscan scan --run SCRIPT ARGS`: an unmodified script under the tracer, stopped after --max-steps."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.trace.helpers import opscan, scan
+
+CPU = ("--device", "cpu")
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_stops_after_max_steps(capsys, steps):
+    rc, out, err = scan(capsys, *CPU, "--output-format", "json", "--max-steps", str(steps), "--run", "train_loop.py", "--epochs", "10")
+    assert rc == 1
+    doc = json.loads(out)  # stdout holds the report alone
+    ran = [line for line in err.splitlines() if line.startswith("SCRIPT step")]
+    assert ran == [f"SCRIPT step {i}" for i in range(steps)]
+    assert "SCRIPT finished" not in err
+    (finding,) = doc["findings"]
+    assert finding["count"] == steps
+    assert (finding["op"], finding["phase"], finding["module"], finding["file"], finding["line"]) == (
+        "aten.max_unpool2d.default",
+        "forward",
+        "unpool",
+        "train_loop.py",
+        18,
+    )
+    assert f"stopped after {steps} optimizer step(s)" in err
+    assert "calls torch.use_deterministic_algorithms(False" in err
+
+
+def test_script_arguments_reach_the_script(capsys):
+    rc, out, err = scan(capsys, *CPU, "--max-steps", "5", "--run", "train_loop.py", "--epochs", "2")
+    assert rc == 1
+    assert "SCRIPT finished" in err
+    assert "the script ended after 2 optimizer step(s)" in out
+
+
+def test_script_stdout_goes_to_stderr_in_a_real_process():
+    proc = opscan("scan", *CPU, "--output-format", "json", "--run", "train_loop.py")
+    assert proc.returncode == 1, proc.stderr
+    json.loads(proc.stdout)
+    assert "SCRIPT step 0" in proc.stderr and "SCRIPT" not in proc.stdout
+
+
+def test_output_file_with_run(capsys, tmp_path):
+    report = tmp_path / "scan.md"
+    rc, out, _err = scan(capsys, *CPU, "--output-format", "markdown", "-o", str(report), "--run", "train_loop.py")
+    assert rc == 1 and out == ""
+    assert "| train_loop.py | aten.max_unpool2d.default | forward | unpool | train_loop.py:18 |" in report.read_text()
+
+
+def test_optimizer_and_closure_phases(capsys):
+    rc, out, _err = scan(capsys, *CPU, "--output-format", "json", "--max-steps", "2", "--run", "train_phases.py")
+    assert rc == 1
+    found = sorted((f["op"], f["phase"], f["line"]) for f in json.loads(out)["findings"])
+    assert found == [
+        ("aten.max_unpool2d.default", "forward", 26),  # inside the closure that sgd.step() ran
+        ("aten.put_.default", "optimizer", 16),
+    ]
+
+
+def test_script_ending_without_optimizer(capsys):
+    rc, out, _err = scan(capsys, *CPU, "--run", "train_clean_exit.py")
+    assert rc == 0
+    assert "the script ended after 0 optimizer step(s)" in out
+
+
+def test_script_exiting_nonzero_is_an_error(capsys):
+    rc, _out, err = scan(capsys, *CPU, "--run", "train_exits.py")
+    assert rc == 2
+    assert "train_exits.py exited with status 3" in err and "Traceback" not in err
+
+
+def test_script_raising_shows_its_own_traceback(capsys):
+    rc, _out, err = scan(capsys, *CPU, "--run", "train_raises.py")
+    assert rc == 2
+    assert "FileNotFoundError: data/train.csv" in err
+    assert 'train_raises.py", line 9, in <module>' in err
+    assert 'train_raises.py", line 5, in load_data' in err
+    assert "runpy" not in err and "opscan/trace" not in err.replace("\\", "/")
+
+
+def test_missing_script(capsys):
+    rc, _out, err = scan(capsys, *CPU, "--run", "nope.py")
+    assert rc == 2 and "nope.py: no such file" in err
+
+
+def test_run_restores_argv_and_path(capsys):
+    import sys
+
+    argv, path = list(sys.argv), list(sys.path)
+    scan(capsys, *CPU, "--run", "train_loop.py", "--epochs", "1")
+    assert sys.argv == argv and sys.path == path

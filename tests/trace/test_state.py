@@ -1,0 +1,135 @@
+"""Every global the scan touches is put back: flags, warn_only, cudnn flags, dispatch modes, hooks, patched functions.
+
+Also when the traced code raises, and whatever the flags were before.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+import opscan
+from opscan.trace.state import StrictMode, TorchFlags
+
+
+def globals_snapshot():
+    from torch.nn.modules import module as module_mod
+    from torch.optim import optimizer as optimizer_mod
+
+    return {
+        "flags": TorchFlags.capture(),
+        "dispatch_modes": len(_get_current_dispatch_mode_stack()),
+        "use_deterministic_algorithms": torch.use_deterministic_algorithms,
+        "set_deterministic_debug_mode": torch.set_deterministic_debug_mode,
+        "optimizer_pre_hooks": len(optimizer_mod._global_optimizer_pre_hooks),
+        "optimizer_post_hooks": len(optimizer_mod._global_optimizer_post_hooks),
+        "module_pre_hooks": len(module_mod._global_forward_pre_hooks),
+        "module_hooks": len(module_mod._global_forward_hooks),
+        "grad_enabled": torch.is_grad_enabled(),
+    }
+
+
+class Boom(Exception):
+    pass
+
+
+class Raises(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.unpool = nn.MaxUnpool1d(2)
+
+    def forward(self, x):
+        y = self.unpool(x, torch.arange(0, 8, 2).expand_as(x))  # alerts, is caught, goes on
+        torch.use_deterministic_algorithms(False)  # ignored while scanning
+        torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark  # the code changes a flag
+        raise Boom(y.shape)
+
+
+flag_sets = st.builds(
+    TorchFlags,
+    deterministic=st.booleans(),
+    warn_only=st.booleans(),
+    fill_uninitialized_memory=st.booleans(),
+    cudnn_enabled=st.booleans(),
+    cudnn_benchmark=st.booleans(),
+    cudnn_deterministic=st.booleans(),
+)
+
+
+@pytest.fixture(autouse=True)
+def _put_flags_back():
+    before = TorchFlags.capture()
+    yield
+    before.restore()
+
+
+@settings(max_examples=30, deadline=None)
+@given(flags=flag_sets)
+def test_state_is_restored_after_the_model_raises(flags):
+    if not flags.deterministic:
+        flags = TorchFlags(**{**flags.as_dict(), "warn_only": False})  # warn_only means nothing when off
+    flags.restore()
+    before = globals_snapshot()
+    assert before["flags"] == flags
+    with pytest.raises(Boom), opscan.trace() as t:
+        assert torch.are_deterministic_algorithms_enabled()
+        assert not torch.is_deterministic_algorithms_warn_only_enabled()
+        Raises()(torch.randn(1, 1, 4))
+    assert globals_snapshot() == before
+    assert [f.extra["op"] for f in t.findings] == ["aten.max_unpool2d.default"]
+    assert any("use_deterministic_algorithms(False" in n for n in t.notices)
+
+
+def test_state_is_restored_after_a_clean_run():
+    before = globals_snapshot()
+    with opscan.trace():
+        nn.Linear(2, 2)(torch.randn(3, 2)).sum().backward()
+    assert globals_snapshot() == before
+
+
+def test_state_is_restored_after_a_scan_command(capsys):
+    from tests.trace.helpers import scan
+
+    before = globals_snapshot()
+    scan(capsys, "targets_misc.py:forward_raises", "--device", "cpu")
+    scan(capsys, "--device", "cpu", "--run", "train_loop.py")
+    assert globals_snapshot() == before
+
+
+def test_strict_mode_stays_strict_against_user_calls():
+    notes = []
+    with StrictMode(on_override=notes.append):
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.set_deterministic_debug_mode("warn")
+        torch.use_deterministic_algorithms(True)  # what the scan wants anyway: no note
+        assert torch.are_deterministic_algorithms_enabled()
+        assert not torch.is_deterministic_algorithms_warn_only_enabled()
+    assert len(notes) == 2
+    assert "warn_only=True" in notes[0] and "set_deterministic_debug_mode('warn')" in notes[1]
+    assert "test_state.py:" in notes[0]
+
+
+def test_unpinned_trace_lets_code_change_the_mode():
+    with opscan.trace(pin=False):
+        torch.use_deterministic_algorithms(False)
+        assert not torch.are_deterministic_algorithms_enabled()
+    assert torch.use_deterministic_algorithms.__module__ == "torch"
+
+
+def test_rerun_puts_strict_mode_back_after_each_caught_op():
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            y = x.flatten().put(torch.tensor([0]), torch.ones(1))
+            seen.append((torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()))
+            return y
+
+    with opscan.trace() as t:
+        Probe()(torch.randn(2, 2))
+    assert seen == [(True, False)]
+    assert len(t.findings) == 1

@@ -1,0 +1,179 @@
+"""Loading targets: files, modules, model zoos; and every way a target can be wrong, each a clear message."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.trace.helpers import scan
+
+CPU = ("--device", "cpu")
+
+
+def test_module_callable_gives_the_same_findings_as_the_file(capsys):
+    by_file = json.loads(scan(capsys, "put_model.py:build", *CPU, "--output-format", "json")[1])["findings"]
+    rc, out, _err = scan(capsys, "put_model:build", *CPU, "--output-format", "json")
+    by_module = json.loads(out)["findings"]
+    assert rc == 1
+    strip = lambda fs: sorted((f["op"], f["phase"], f["file"], f["line"], f["module"]) for f in fs)
+    assert strip(by_module) == strip(by_file)
+    assert {f["target"] for f in by_module} == {"put_model:build"}
+
+
+def test_dotted_callable_with_tuple_inputs_and_loss(capsys):
+    rc, out, err = scan(capsys, "targets_misc.py:Factory.build", *CPU)
+    assert rc == 0, err
+    assert out.splitlines()[-1] == "No findings."
+
+
+def test_keyword_inputs_and_dict_outputs(capsys):
+    rc, _out, err = scan(capsys, "targets_misc.py:keyword_inputs", *CPU)
+    assert rc == 0, err
+
+
+def test_several_targets_each_name_their_findings(capsys):
+    rc, out, _err = scan(capsys, "unpool_model.py:build", "put_model.py:build", *CPU, "--output-format", "json")
+    doc = json.loads(out)
+    assert rc == 1
+    assert sorted({f["target"] for f in doc["findings"]}) == ["put_model.py:build", "unpool_model.py:build"]
+    assert doc["env"]["targets"] == 2
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("missing.py:build", "missing.py: no such file"),
+        ("targets_misc.py:nothing_here", "has no attribute 'nothing_here'"),
+        ("targets_misc.py:not_callable", "is not callable"),
+        ("targets_misc.py:returns_int", "returned int; expected (model, inputs) or (model, inputs, loss_fn)"),
+        ("targets_misc.py:returns_no_module", "returned int as the model; expected an nn.Module"),
+        ("targets_misc.py:vector_loss", "the loss function must return a one-element tensor"),
+        ("no_such_module_xyz:build", "cannot import 'no_such_module_xyz'"),
+        ("put_model.py", "is not a target"),
+        ("torchvision:not_a_model", "torchvision has no model 'not_a_model'"),
+        ("torchvision:fasterrcnn_resnet50_fpn", "detection models need targets"),
+        ("torchvision:", "name a model after 'torchvision:'"),
+    ],
+)
+def test_bad_targets_are_clear_errors(capsys, target, message):
+    rc, _out, err = scan(capsys, target, *CPU)
+    assert rc == 2
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("zoo, package", [("timm", "timm"), ("hf", "transformers")])
+def test_missing_zoo_package_is_a_clear_error(capsys, zoo, package):
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed here")
+    rc, _out, err = scan(capsys, f"{zoo}:resnet18", *CPU)
+    assert rc == 2
+    assert f"{package} is not installed" in err and "Traceback" not in err
+
+
+def test_user_code_raising_while_building_shows_its_traceback(capsys):
+    rc, _out, err = scan(capsys, "targets_misc.py:raises", *CPU)
+    assert rc == 2
+    assert "ValueError: cannot build this model" in err
+    assert 'targets_misc.py", line 24, in raises' in err
+    assert "opscan/trace" not in err.replace("\\", "/")  # only the user's frames
+
+
+def test_model_raising_in_forward_shows_its_traceback_and_keeps_the_report(capsys):
+    rc, out, err = scan(capsys, "targets_misc.py:forward_raises", *CPU, "--output-format", "json")
+    assert rc == 2
+    assert 'targets_misc.py", line 29, in forward' in err
+    assert "AttributeError" in err
+    assert "opscan/trace" not in err.replace("\\", "/")
+    doc = json.loads(out)
+    assert doc["errors"] and doc["errors"][0]["target"] == "targets_misc.py:forward_raises"
+
+
+def test_nothing_to_backpropagate_is_a_notice(capsys):
+    rc, out, _err = scan(capsys, "targets_misc.py:frozen_output", *CPU)
+    assert rc == 0
+    assert "backward was not run" in out
+
+
+def test_torchvision_target_runs_in_train_mode(capsys):
+    rc, out, err = scan(capsys, "torchvision:resnet18", "--input-shape", "2,3,32,32", *CPU, "--output-format", "json")
+    assert rc == 0, err
+    assert json.loads(out)["findings"] == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["put_model.py:build", "--input-shape", "2,a"], "is not a shape like 2,3,224,224"),
+    (["put_model.py:build", "--input-shape", "2,0"], "is not a shape like 2,3,224,224"),
+    (["--max-steps", "0", "--run", "x.py"], "is not a positive integer"),
+])  # fmt: skip
+def test_bad_flag_values_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        scan(capsys, *argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["put_model.py:build", "--device", "tpu9"], "is not a device"),
+    ([], "give a TARGET or --run SCRIPT"),
+])  # fmt: skip
+def test_bad_requests_are_clear_errors(capsys, argv, message):
+    rc, out, err = scan(capsys, *argv)
+    assert rc == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_cuda_device_without_a_gpu_is_an_error(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    rc, _out, err = scan(capsys, "put_model.py:build", "--device", "cuda")
+    assert rc == 2 and "no CUDA GPU is available" in err
+
+
+def test_auto_device_without_a_gpu_says_so(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    rc, _out, err = scan(capsys, "put_model.py:build")
+    assert rc == 1
+    assert "no CUDA GPU found; scanning on the CPU" in err
+
+
+names = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stem=names, attr=names, kind=st.sampled_from(["file", "module", "bare"]))
+def test_any_unknown_target_is_a_clear_error(capsys, stem, attr, kind):
+    stem = "zz_absent_" + stem  # never an importable module or an existing file
+    target = {"file": f"{stem}.py:{attr}", "module": f"{stem}:{attr}", "bare": stem}[kind]
+    rc, _out, err = scan(capsys, target, *CPU)
+    assert rc == 2
+    assert err.count("opscan: error:") == 1 and "Traceback" not in err
+
+
+def test_what_the_users_code_prints_goes_to_stderr(capsys):
+    rc, out, err = scan(capsys, "targets_misc.py:chatty", *CPU, "--output-format", "json")
+    assert rc == 0
+    json.loads(out)
+    assert "CHATTY building the model" in err and "CHATTY loss" in err and "CHATTY" not in out
+
+
+def test_torchvision_targets_download_nothing(capsys, monkeypatch):
+    import torch.hub
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a torchvision target tried to download weights")
+
+    monkeypatch.setattr(torch.hub, "load_state_dict_from_url", no_network)
+    # A segmentation model: weights=None alone would still fetch its pretrained backbone.
+    rc, _out, err = scan(capsys, "torchvision:lraspp_mobilenet_v3_large", "--input-shape", "2,3,64,64", *CPU)
+    assert rc == 0, err
