@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from opscan.config import Config
 from opscan.findings import Finding, Report
-from opscan.lint import cache as facts_cache
 from opscan.lint.context import Context
 from opscan.lint.facts import ModuleFacts, extract
 from opscan.lint.model import Loc
 from opscan.lint.project import Project
 from opscan.lint.rules import CHECKS, det000
+
+if TYPE_CHECKING:
+    from opscan.lint import cache as facts_cache
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped with a message
 
@@ -38,13 +42,16 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tupl
             seen.add(key)
             files.append(path)
 
+    def unreadable_folder(exc: OSError) -> None:  # os.walk would skip it without a word
+        notices.append(f"warning: skipped {exc.filename}: {exc.strerror or exc}")
+
     for raw in paths:
         path = Path(raw)
         if not os.path.lexists(path):
             notices.append(f"warning: skipped {raw}: no such file or directory")
             continue
         if path.is_dir():
-            for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+            for dirpath, dirnames, filenames in os.walk(path, onerror=unreadable_folder, followlinks=False):
                 base = Path(dirpath)
                 dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d))
                 for name in sorted(filenames):
@@ -58,33 +65,120 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tupl
     return files, notices
 
 
+# Facts of many files are built on every core; below these sizes a pool costs more than it saves.
+PARALLEL_MIN_FILES = 8
+PARALLEL_MIN_BYTES = 256 * 1024
+
+
+def _extract_job(job: tuple[str, bytes, str]) -> ModuleFacts:
+    return extract(*job)
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class _FactsLoader:
     """Reads a file once and builds its facts, through the content-keyed cache."""
 
-    def __init__(self, cache: facts_cache.FactsCache | None):
+    def __init__(self, cache: facts_cache.FactsCache | None, overlay: dict[str, bytes] | None = None):
         self.cache = cache
+        self.overlay = overlay or {}  # path -> contents to use instead of the file's (the fixer's edits)
         self.read_errors: dict[str, str] = {}
+        self.ready: dict[tuple[str, str], ModuleFacts] = {}  # built ahead by prefetch()
 
-    def __call__(self, path: str, package: str) -> ModuleFacts:
+    def _read(self, path: str) -> bytes | ModuleFacts:
+        """The file's bytes, or facts that carry why it cannot be read."""
         try:
-            size = os.path.getsize(path)
-            if size > MAX_FILE_BYTES:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block open(), /dev/zero would never end
+                self.read_errors[path] = "not a regular file"
+                return ModuleFacts(path=path, error=self.read_errors[path])
+            if st.st_size > MAX_FILE_BYTES:
                 self.read_errors[path] = f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
                 return ModuleFacts(path=path, error=self.read_errors[path])
             with open(path, "rb") as fh:
-                data = fh.read()
+                return fh.read()
         except OSError as exc:
             self.read_errors[path] = f"cannot read file: {exc.strerror or exc}"
             return ModuleFacts(path=path, error=self.read_errors[path])
-        if self.cache is not None:
-            hit = self.cache.get(data, package)
-            if hit is not None:
-                hit.path = path
-                return hit
+
+    def _cached(self, path: str, data: bytes, package: str) -> ModuleFacts | None:
+        if self.cache is None:
+            return None
+        hit = self.cache.get(data, package)
+        if hit is not None:
+            hit.path = path
+        return hit
+
+    def __call__(self, path: str, package: str) -> ModuleFacts:
+        if path in self.overlay:
+            return extract(path, self.overlay[path], package)
+        ready = self.ready.pop((path, package), None)
+        if ready is not None:
+            return ready
+        data = self._read(path)
+        if isinstance(data, ModuleFacts):
+            return data
+        hit = self._cached(path, data, package)
+        if hit is not None:
+            return hit
         facts = extract(path, data, package)
         if self.cache is not None:
             self.cache.put(data, package, facts)
         return facts
+
+    def prefetch(self, items: list[tuple[str, str]]) -> None:
+        """Build the facts of these (path, package) pairs now, on every core when there are many.
+
+        The project pass then takes them from memory; what it finds the same way as
+        before, so the findings do not depend on whether this ran in parallel.
+        """
+        jobs: list[tuple[str, bytes, str]] = []
+        for path, package in items:
+            if path in self.overlay or (path, package) in self.ready:
+                continue
+            data = self._read(path)
+            if isinstance(data, ModuleFacts):
+                continue  # __call__ reads it again and reports the same error
+            hit = self._cached(path, data, package)
+            if hit is not None:
+                self.ready[(path, package)] = hit
+            else:
+                jobs.append((path, data, package))
+        workers = min(_workers(), len(jobs) // 2 or 1)
+        if workers < 2 or len(jobs) < PARALLEL_MIN_FILES or sum(len(job[1]) for job in jobs) < PARALLEL_MIN_BYTES:
+            return  # built one by one on demand, as without prefetch
+        results = _extract_in_processes(jobs, workers)
+        if results is None:
+            return
+        for job, facts in zip(jobs, results):
+            self.ready[(job[0], job[2])] = facts
+            if self.cache is not None:
+                self.cache.put(job[1], job[2], facts)
+
+
+def _extract_in_processes(jobs: list[tuple[str, bytes, str]], workers: int) -> list[ModuleFacts] | None:
+    """extract() over the jobs in forked worker processes; None where that is not possible here."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():  # Windows; spawn would re-import everything
+        return None
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(_extract_job, jobs, chunksize=max(1, len(jobs) // (workers * 4)))
+    except (OSError, ImportError):  # no /dev/shm, no semaphores, fork refused: build them in this process
+        return None
+
+
+def _module_key(project: Project, path: Path) -> tuple[str, str]:
+    """The (path, package) under which Project.entry_module will ask the loader for this file."""
+    name = project._dotted_name(path)
+    package = name.rpartition(".")[0] if path.name != "__init__.py" else name
+    return str(path.resolve()), package
 
 
 def display_path(path: str) -> str:
@@ -104,17 +198,35 @@ def _suppressed(finding: Finding, facts: ModuleFacts | None) -> bool:
     return False
 
 
-def run(paths: list[str], cfg: Config, *, torch_version: str, use_cache: bool = True, force_exclude: bool = False) -> Report:
-    """Lint the given paths and return a Report of the findings that survive noqa and selection."""
+def run(
+    paths: list[str],
+    cfg: Config,
+    *,
+    torch_version: str,
+    use_cache: bool = True,
+    force_exclude: bool = False,
+    overlay: dict[str, bytes] | None = None,
+) -> Report:
+    """Lint the given paths and return a Report of the findings that survive noqa and selection.
+
+    `overlay` maps resolved paths to contents to lint instead of what is on disk
+    (the fixer re-lints its edits before writing them).
+    """
     from opscan.codes import expand_selectors, lint_codes
 
     universe = lint_codes()
     enabled = cfg.enabled_codes(universe)
     report = Report("lint")
     files, report.notices = discover(paths, cfg, force_exclude)
-    cache = facts_cache.FactsCache.open(cfg.root) if use_cache else None
-    loader = _FactsLoader(cache)
+    if use_cache:
+        from opscan.lint.cache import FactsCache  # pickle and hashlib, only when the cache is used
+
+        cache = FactsCache.open(cfg.root)
+    else:
+        cache = None
+    loader = _FactsLoader(cache, overlay)
     project = Project(loader, [cfg.root, *cfg.roots])
+    loader.prefetch([_module_key(project, path) for path in files])
 
     raw: dict[tuple, Finding] = {}
     for path in files:

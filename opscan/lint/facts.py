@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from opscan.lint.model import UNKNOWN, CallArgs, Loc
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 1
+FACTS_VERSION = 2
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _ENV = "os.environ"
+_ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")  # a constant naming one counts as reading it
+# Expression nodes with nothing inside that can call, so nothing to record: names, operators,
+# contexts (Load/Store), and lambdas, whose bodies run only when called.
+_NO_EVENTS = frozenset(
+    [ast.Name, ast.Lambda]
+    + [c for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__()]
+)
 
 
 @dataclass
@@ -130,9 +138,13 @@ def literal(node: ast.AST | None) -> Any:
             out[key] = literal(v)
         return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = literal(node.operand)
+        negate = False
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):  # a loop: `- - - 1` may nest deep
+            negate ^= isinstance(node.op, ast.USub)
+            node = node.operand
+        inner = literal(node)
         if isinstance(inner, (int, float)) and not isinstance(inner, bool):
-            return -inner if isinstance(node.op, ast.USub) else inner
+            return -inner if negate else inner
     return UNKNOWN
 
 
@@ -215,21 +227,28 @@ class _FactsBuilder:
 
     def qualify(self, node: ast.AST, scope: _Scope) -> str | None:
         """The qualified name an expression refers to, through imports and local definitions."""
-        if isinstance(node, ast.Name):
-            return scope.lookup(node.id)
-        if isinstance(node, ast.Attribute):
+        # A loop, not recursion: attribute and call chains (`a.b().c()...`) can be thousands long.
+        attrs: list[str] = []  # outermost first
+        while True:
+            if isinstance(node, ast.Name):
+                base = scope.lookup(node.id)
+                break
+            if not isinstance(node, ast.Attribute):
+                return None
             if isinstance(node.value, ast.Name):
                 if node.value.id == "self" and scope.class_name and scope.lookup("self") is None:
-                    return f"{THIS}.{scope.class_name}.{node.attr}"
+                    base = f"{THIS}.{scope.class_name}.{node.attr}"
+                    break
                 held = scope.instance(node.value.id)
                 if held:
-                    return f"{held}.{node.attr}"
-            if isinstance(node.value, ast.Call):  # torch.Generator().manual_seed, Fabric().seed_everything
-                base = self.qualify(node.value.func, scope)
-                return f"{base}.{node.attr}" if base else None
-            base = self.qualify(node.value, scope)
-            return f"{base}.{node.attr}" if base else None
-        return None
+                    base = f"{held}.{node.attr}"
+                    break
+            attrs.append(node.attr)
+            # torch.Generator().manual_seed, Fabric().seed_everything: through the call to what is called
+            node = node.value.func if isinstance(node.value, ast.Call) else node.value
+        if not base:
+            return None
+        return ".".join([base, *reversed(attrs)])
 
     def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
         if isinstance(node, ast.Import):
@@ -267,26 +286,52 @@ class _FactsBuilder:
         return CallArgs(tuple(args), kwargs, star)
 
     def _device_is_cuda(self, node: ast.AST, scope: _Scope) -> bool:
-        if isinstance(node, ast.Name):
-            return scope.is_cuda(node.id)
-        if isinstance(node, ast.Constant):
-            return isinstance(node.value, str) and node.value.startswith("cuda")
-        if isinstance(node, ast.Call) and self.qualify(node.func, scope) == "torch.device":
-            return bool(node.args) and self._device_is_cuda(node.args[0], scope)
-        if isinstance(node, ast.IfExp):
-            return self._device_is_cuda(node.body, scope) or self._device_is_cuda(node.orelse, scope)
+        pending = [node]  # the alternatives `a if c else b if d else ...`, without recursion
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.Name):
+                if scope.is_cuda(node.id):
+                    return True
+            elif isinstance(node, ast.Constant):
+                if isinstance(node.value, str) and node.value.startswith("cuda"):
+                    return True
+            elif isinstance(node, ast.Call) and self.qualify(node.func, scope) == "torch.device":
+                if node.args:
+                    pending.append(node.args[0])
+            elif isinstance(node, ast.IfExp):
+                pending += (node.orelse, node.body)
         return False
 
     def expression_events(self, node: ast.AST, scope: _Scope, out: list[Event]) -> None:
         """Events of the calls inside an expression, innermost (evaluated first) first."""
-        if isinstance(node, (ast.Lambda,)):
-            return
-        for child in ast.iter_child_nodes(node):
-            self.expression_events(child, scope, out)
-        if isinstance(node, ast.Constant) and node.value in ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED"):
-            out.append(Event("env_read", loc_of(node), {"var": node.value}))
-        if isinstance(node, ast.Call):
-            self.call_event(node, scope, out)
+        # Post-order with an explicit stack: `1 + 1 + ... + 1` nests one level per term, and
+        # CPython compiles such chains thousands deep. This loop is the hottest code in lint,
+        # hence the exact-type tests and the inlined ast.iter_child_nodes.
+        stack: list = [node]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            cls = node.__class__
+            if cls is tuple:  # (call,): its arguments are done, now the call itself
+                self.call_event(node[0], scope, out)
+                continue
+            if cls is ast.Constant:
+                if node.value in _ENV_NAMES:
+                    out.append(Event("env_read", loc_of(node), {"var": node.value}))
+                continue
+            if cls in _NO_EVENTS:
+                continue
+            if cls is ast.Call:
+                push((node,))
+            children = []
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    children.extend(v for v in value if isinstance(v, ast.AST))
+                elif isinstance(value, ast.AST):
+                    children.append(value)
+            children.reverse()
+            stack.extend(children)
 
     def call_event(self, call: ast.Call, scope: _Scope, out: list[Event]) -> None:
         func = call.func
@@ -415,8 +460,15 @@ class _FactsBuilder:
             self.body(stmt.orelse, scope, out, prefix)
         elif isinstance(stmt, (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())):
             self.body(stmt.body, scope, out, prefix)
+            # `try: import torch` / `except ImportError: torch = None`: the import is what
+            # the rest of the file means by the name, so a handler does not undo it.
+            imported = dict(scope.aliases)
             for handler in stmt.handlers:
                 self.body(handler.body, scope, out, prefix)
+            for name, qualname in imported.items():
+                if name not in scope.aliases:
+                    scope.aliases[name] = qualname
+                    scope.shadowed.discard(name)
             self.body(stmt.orelse, scope, out, prefix)
             self.body(stmt.finalbody, scope, out, prefix)
         elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
@@ -514,14 +566,22 @@ def extract(path: str, data: bytes, package: str = "") -> ModuleFacts:
     facts.lines = text.splitlines()
     facts.noqa, facts.file_noqa = scan_noqa(facts.lines)
     try:
-        tree = ast.parse(text, filename=path)
+        with warnings.catch_warnings():  # the user's invalid escapes etc. are not ours to print (3.12+ warns)
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
     except SyntaxError as exc:
         facts.error = f"syntax error: {exc.msg}"
         line = exc.lineno or 1
         facts.error_loc = Loc(line, max(exc.offset or 1, 1), line, max(exc.offset or 1, 1))
         return facts
-    except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes (<=3.11), absurd nesting
-        facts.error = f"cannot parse file: {type(exc).__name__}: {exc}" if str(exc) else f"cannot parse file: {type(exc).__name__}"
+    except RecursionError:  # deeper than CPython itself can compile
+        facts.error = "cannot parse file: expressions are nested too deeply for Python's parser"
+        return facts
+    except MemoryError:  # the parser's own stack overflows this way on some versions
+        facts.error = "cannot parse file: too deeply nested or too large for Python's parser (MemoryError)"
+        return facts
+    except ValueError as exc:  # NUL bytes (<=3.11)
+        facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
         return facts
     try:
         _FactsBuilder(facts, package).run(tree)

@@ -54,7 +54,7 @@ def check(ctx: Context) -> None:
             where = f"line {cuda_loc.line}" if cuda_path == path else f"{cuda_path}:{cuda_loc.line}"
             movable = (
                 (event.path, event.loc) == (path, loc)  # the statement itself is in this script
-                and event.api in (None, "os.environ.setdefault", "os.putenv")
+                and event.api in (None, "os.environ[...] =", "os.environ.setdefault", "os.putenv")
                 and isinstance(event.data.get("value"), str)  # a computed value may need names defined later
             )
             ctx.report(
