@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opscan.trace.sourcemap import _get_sequence_nr
+from opscan.trace.sourcemap import _get_sequence_nr, never_alerting_backward_ops
+
+_grad_enabled = torch._C.is_grad_enabled
 
 # at::Context::alertNotDeterministic, and its Python twin in torch._prims_common.
 _ALERT = re.compile(
@@ -69,13 +71,19 @@ class CatchMode(TorchDispatchMode):
         super().__init__()
         self.on_alert = on_alert
         self.sourcemap = sourcemap if sourcemap is not None and sourcemap.record_nodes_enabled else None
+        self._skip_sites = never_alerting_backward_ops() if self.sourcemap is not None else frozenset()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         sourcemap = self.sourcemap
         if sourcemap is not None:
             seq = _get_sequence_nr()
             if seq != sourcemap.last_seq:
-                sourcemap.record_nodes(seq, sys._getframe(1))
+                if func in self._skip_sites and _grad_enabled():
+                    # The node is this op's own, and its backward cannot alert: no site needed.
+                    # (With grad off, the new node is a custom Function's whose forward runs this op.)
+                    sourcemap.last_seq = seq
+                else:
+                    sourcemap.record_nodes(seq, sys._getframe(1))
         if kwargs is None:
             kwargs = {}
         try:

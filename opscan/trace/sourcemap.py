@@ -212,6 +212,40 @@ def current_autograd_node():
     return _current_autograd_node() if _current_autograd_node is not None else None
 
 
+# ---------------------------------------------------------------- ops whose backward never alerts
+
+# Forward ops whose autograd nodes have a backward with no determinism alert in
+# any torch release (none of them appears among the alert sites of
+# at::Context::alertNotDeterministic, nor in rules/). Their nodes can never
+# produce a backward finding, so the scan need not remember where they were
+# created: they are most of a convnet's or transformer's ops, and the frame
+# walk is the scan's main cost per op. An op missing here is only recorded,
+# never missed; one wrongly here would give an unmapped backward finding.
+_NEVER_ALERTS_IN_BACKWARD = (
+    "convolution", "_convolution", "cudnn_convolution", "convolution_overrideable", "mkldnn_convolution",
+    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+    "_native_batch_norm_legit_no_training", "cudnn_batch_norm", "native_layer_norm", "native_group_norm",
+    "relu", "relu_", "threshold", "gelu", "silu", "silu_", "sigmoid", "tanh", "hardtanh", "hardtanh_",
+    "hardswish", "hardswish_", "hardsigmoid", "leaky_relu", "elu", "mish",
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "pow", "sqrt", "rsqrt", "exp", "log",
+    "addmm", "mm", "bmm", "baddbmm", "t", "view", "_unsafe_view", "reshape", "transpose", "permute", "expand",
+    "clone", "unsqueeze", "squeeze", "select", "slice", "split", "split_with_sizes", "cat", "stack", "flatten",
+    "mean", "sum", "max_pool2d_with_indices", "avg_pool2d", "_softmax", "_log_softmax", "native_dropout",
+)  # fmt: skip
+
+
+def never_alerting_backward_ops() -> frozenset:
+    """The OpOverloads of _NEVER_ALERTS_IN_BACKWARD that this torch has (names move between releases)."""
+    found = set()
+    for name in _NEVER_ALERTS_IN_BACKWARD:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        for overload in packet.overloads():
+            found.add(getattr(packet, overload))
+    return frozenset(found)
+
+
 # ---------------------------------------------------------------- the source map
 
 
