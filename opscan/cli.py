@@ -59,14 +59,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_output(text: str, output_file: str | None) -> None:
-    """Write a rendered report to stdout, or atomically to a file."""
+    """Write a rendered report to stdout, or atomically to a file.
+
+    Paths that are not valid UTF-8 reach us as lone surrogates, and a terminal
+    may not show every character: neither is worth a traceback.
+    """
     if output_file is None or output_file == "-":
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # nothing was written: the whole string is encoded first
+            buffer = getattr(sys.stdout, "buffer", None)
+            if buffer is None:
+                raise
+            sys.stdout.flush()
+            buffer.write(text.encode(sys.stdout.encoding or "utf-8", "backslashreplace"))
         sys.stdout.flush()
         return
-    from opscan.fsutil import atomic_write_text
+    from opscan.fsutil import atomic_write_bytes
 
-    atomic_write_text(output_file, text)
+    try:
+        data = text.encode("utf-8", "surrogateescape")  # a file name's own bytes, as the OS gave them
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
+    atomic_write_bytes(output_file, data)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,14 @@ class ConfigError(ValueError):
     """Bad configuration or flags: exit 2 with this message."""
 
 
+def resolve(path: Path) -> Path:
+    """`path.resolve()`, or the absolute path where that fails (a symlink loop raises on Python <= 3.12)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
 @dataclass
 class Config:
     select: list[str] = field(default_factory=lambda: ["ALL"])
@@ -67,8 +75,11 @@ class Config:
                 raise ConfigError(f"torch-version {self.torch_version!r} is not a version like \"2.14\"") from None
 
     def relpath(self, path: Path) -> str:
+        cached = self.__dict__.get("_resolved_root")  # asked once per file and per finding
+        if cached is None or cached[0] != self.root:
+            cached = self.__dict__["_resolved_root"] = (self.root, resolve(self.root))
         try:
-            return PurePosixPath(path.resolve().relative_to(self.root.resolve())).as_posix()
+            return PurePosixPath(resolve(path).relative_to(cached[1])).as_posix()
         except ValueError:
             return path.as_posix()
 
@@ -94,7 +105,7 @@ class Config:
 
 def find_pyproject(paths: list[str]) -> Path | None:
     """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
-    starts = [Path(p).resolve() for p in paths] or [Path.cwd()]
+    starts = [resolve(Path(p)) for p in paths] or [Path.cwd()]
     try:
         common = Path(os.path.commonpath([str(p) for p in starts]))
     except ValueError:
@@ -166,5 +177,12 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
             raise ConfigError(f"{source}: [tool.opscan] torch-version must be a string like \"2.14\"")
         cfg.torch_version = table["torch-version"]
     if "roots" in table:
-        cfg.roots = [(cfg.root / r).resolve() for r in _str_list(table["roots"], "roots", source)]
+        cfg.roots = []
+        for r in _str_list(table["roots"], "roots", source):
+            try:
+                cfg.roots.append((cfg.root / r).resolve(strict=True))
+            except FileNotFoundError:
+                cfg.roots.append((cfg.root / r).resolve())  # a root that does not exist yet finds nothing
+            except (OSError, RuntimeError) as exc:
+                raise ConfigError(f"{source}: [tool.opscan] roots entry {r!r} cannot be used: {getattr(exc, 'strerror', None) or exc}") from None
     return cfg

@@ -6,9 +6,6 @@ can write it to stdout or atomically to a file.
 
 from __future__ import annotations
 
-import hashlib
-import html
-import json
 from collections import Counter
 from typing import Callable
 
@@ -122,7 +119,7 @@ def _statistics(report: Report) -> str:
     from opscan.codes import rule_info
 
     counts = Counter(f.code for f in report.findings)
-    fixable = Counter(f.code for f in report.findings if f.fixable)
+    fixable = Counter(f.code for f in report.findings if f.fix and f.fix.applicability == "safe")
     lines = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         info = rule_info(code)
@@ -137,6 +134,8 @@ def _statistics(report: Report) -> str:
 
 
 def _json(report: Report) -> str:
+    import json
+
     findings = [f.to_dict() for f in report.sorted_findings()]
     if report.command == "lint":
         return json.dumps(findings, indent=2) + "\n"
@@ -169,13 +168,29 @@ def _github(report: Report) -> str:
 # ---------------------------------------------------------------- sarif
 
 
-def _fingerprint(f: Finding) -> str:
-    # Stable across line shifts: code, path and the located line's own text when known.
-    anchor = f.extra.get("line_text") or f.message
-    return hashlib.sha256(f"{f.code}\0{f.path}\0{anchor}".encode()).hexdigest()[:32]
+def _fingerprints(findings: list[Finding]) -> list[str]:
+    """`primaryLocationLineHash` values: stable across line shifts, distinct within a run.
+
+    The hash covers code, path and the located line's own text (when known), so
+    inserting lines above a finding keeps its fingerprint. Identical lines get an
+    occurrence number, as GitHub's own `hash:N` fingerprints do; without it code
+    scanning would merge their alerts into one.
+    """
+    import hashlib
+
+    seen: Counter = Counter()
+    out = []
+    for f in findings:
+        anchor = f.extra.get("line_text") or f.message
+        digest = hashlib.sha256(f"{f.code}\0{f.path}\0{anchor}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        seen[digest] += 1
+        out.append(f"{digest}:{seen[digest]}")
+    return out
 
 
 def _sarif(report: Report) -> str:
+    import json
+
     from opscan.codes import rule_info
 
     findings = report.sorted_findings()
@@ -200,13 +215,13 @@ def _sarif(report: Report) -> str:
             )
         rules.append(rule)
     results = []
-    for f in findings:
+    for f, fingerprint in zip(findings, _fingerprints(findings)):
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": _sarif_level(f.severity),
             "message": {"text": f.message},
-            "partialFingerprints": {"primaryLocationLineHash": _fingerprint(f)},
+            "partialFingerprints": {"primaryLocationLineHash": fingerprint},
         }
         if f.path:
             region = {"startLine": f.line, "startColumn": f.col}
@@ -278,6 +293,8 @@ def _md_cell(value) -> str:
 
 def _html(report: Report) -> str:
     headers, rows = _rows(report)
+    import html
+
     esc = html.escape
     parts = [
         "<!doctype html>",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from opscan.output import FORMATS
@@ -72,8 +73,19 @@ def _run(args: argparse.Namespace) -> int:
         print(f"opscan: error: {exc}", file=sys.stderr)
         return 2
 
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:
+        # A mistyped path must not pass CI silently.
+        print(f"opscan: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
     torch_version = cfg.torch_version or NEWEST_TORCH
-    report = engine.run(args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache, force_exclude=args.force_exclude)
+    from opscan.rules import RulesError
+
+    try:
+        report = engine.run(args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache, force_exclude=args.force_exclude)
+    except RulesError as exc:
+        print(f"opscan: error: the rules data is malformed: {exc}", file=sys.stderr)
+        return 2
 
     modified = False
     if args.fix or args.diff:
@@ -91,8 +103,9 @@ def _run(args: argparse.Namespace) -> int:
             for notice in outcome.notices:
                 print(notice, file=sys.stderr)
             try:
-                sys.stdout.write(outcome.diff)
-                sys.stdout.flush()
+                from opscan.cli import write_output
+
+                write_output(outcome.diff, None)  # a file name that is not UTF-8 must not crash it
             except OSError as exc:
                 print(f"opscan: error: cannot write the diff: {exc.strerror or exc}", file=sys.stderr)
                 return 2

@@ -276,14 +276,20 @@ class _FactsBuilder:
     # -- events ------------------------------------------------------------
 
     def call_args(self, call: ast.Call) -> CallArgs:
-        star = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+        star = False  # *args or **kwargs: parameters not seen are unknown, not defaulted
         args = []
         for a in call.args:
             if isinstance(a, ast.Starred):
+                star = True
                 break
             args.append(literal(a))
-        kwargs = tuple((k.arg, literal(k.value)) for k in call.keywords if k.arg is not None)
-        return CallArgs(tuple(args), kwargs, star)
+        kwargs = []
+        for k in call.keywords:
+            if k.arg is None:
+                star = True
+            else:
+                kwargs.append((k.arg, literal(k.value)))
+        return CallArgs(tuple(args), tuple(kwargs), star)
 
     def _device_is_cuda(self, node: ast.AST, scope: _Scope) -> bool:
         pending = [node]  # the alternatives `a if c else b if d else ...`, without recursion
@@ -340,34 +346,32 @@ class _FactsBuilder:
             qualname = f"{scope.instance(func.id)}.__call__"  # model(x) runs Net.forward
         method = func.attr if isinstance(func, ast.Attribute) else None
         args = self.call_args(call)
-        refs = tuple(
-            q
-            for a in list(call.args) + [k.value for k in call.keywords]
-            if isinstance(a, ast.Name) and (q := scope.lookup(a.id)) and q.startswith(THIS + ".")
-        )
+        names = [a for a in call.args if isinstance(a, ast.Name)] + [k.value for k in call.keywords if isinstance(k.value, ast.Name)]
+        refs = tuple(q for a in names if (q := scope.lookup(a.id)) and q.startswith(THIS + ".")) if names else ()
+        loc = loc_of(call)  # Loc is immutable: the call's events share it
         out.append(
             Event(
                 "call",
-                loc_of(call),
+                loc,
                 {"qualname": qualname, "method": method, "args": args, "refs": refs, "no_grad": self.no_grad_depth > 0},
             )
         )
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
-            out.append(Event("cuda", loc_of(call), {"what": ".cuda()"}))
+            out.append(Event("cuda", loc, {"what": ".cuda()"}))
         elif method == "to":
             targets = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "device"]
             if any(self._device_is_cuda(t, scope) for t in targets):
-                out.append(Event("cuda", loc_of(call), {"what": ".to(cuda)"}))
+                out.append(Event("cuda", loc, {"what": ".to(cuda)"}))
         elif qualname and qualname.startswith("torch."):
             if qualname in ("torch.cuda.init", "torch.set_default_device") and (
                 qualname == "torch.cuda.init" or (call.args and self._device_is_cuda(call.args[0], scope))
             ):
-                out.append(Event("cuda", loc_of(call), {"what": qualname}))
+                out.append(Event("cuda", loc, {"what": qualname}))
             else:
                 for k in call.keywords:
                     if k.arg == "device" and self._device_is_cuda(k.value, scope):
-                        out.append(Event("cuda", loc_of(call), {"what": f"{qualname}(device=cuda)"}))
+                        out.append(Event("cuda", loc, {"what": f"{qualname}(device=cuda)"}))
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
         if isinstance(target, (ast.Tuple, ast.List)):

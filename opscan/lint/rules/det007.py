@@ -66,6 +66,19 @@ def _index(ops):
     return by_name, by_method
 
 
+_INDEXES: dict[str, tuple] = {}  # torch version -> (rule DB, its index): built once per run, not per script
+
+
+def _ops_for(torch_version: str):
+    from opscan.rules import load
+
+    db = load()
+    cached = _INDEXES.get(torch_version)
+    if cached is None or cached[0] is not db:  # a reloaded database gets a new index
+        cached = _INDEXES[torch_version] = (db, _index(db.for_target(torch_version, "cuda")))
+    return cached[1]
+
+
 def check(ctx: Context) -> None:
     if not ctx.enables:
         return
@@ -76,9 +89,7 @@ def check(ctx: Context) -> None:
         if strict
         else "so under warn_only it silently stays nondeterministic (strict mode would raise)"
     )
-    from opscan.rules import load
-
-    by_name, by_method = _index(load().for_target(ctx.torch_version, "cuda"))
+    by_name, by_method = _ops_for(ctx.torch_version)
     seen = set()
     for event in ctx.trace.events + ctx.trace.reachable_calls:
         if event.kind != "call":
