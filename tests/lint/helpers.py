@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
 from opscan.config import Config
 from opscan.lint import engine
 from opscan.rules import NEWEST_TORCH
-
-
-@contextmanager
-def chdir(path: Path):
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
+from tests.util import chdir
 
 
 def lint_lines(target: Path, *, torch_version: str = NEWEST_TORCH, cfg: Config | None = None, with_path: bool) -> list[str]:

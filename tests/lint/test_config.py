@@ -60,6 +60,7 @@ def test_per_file_ignores(tmp_path, capsys):
     with chdir(tmp_path):
         rc = main(["lint", "--no-cache", "."])
     out = capsys.readouterr().out
+    assert rc == 1
     assert "scripts/a.py:4:1: DET005" in out
     assert "scripts/a.py:3:1: DET001" not in out
     assert "train.py:3:1: DET001" in out

@@ -6,24 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
+from tests.util import chdir
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "scan"
 
 # The finding fields an expected file pins down (json keys of each finding).
 COMPARED = ("op", "caller", "phase", "module", "module_class", "file", "line", "line_text", "shapes", "dtypes", "count", "autograd_node")
-
-
-@contextmanager
-def chdir(path: Path):
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
 
 
 def scan(capsys, *args: str, cwd: Path = FIXTURES) -> tuple[int, str, str]:

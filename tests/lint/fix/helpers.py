@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from opscan import cli
+from tests.util import chdir  # noqa: F401  (re-exported: the fix tests import it from here)
 
 FIX_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "fix"
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -83,11 +84,3 @@ def fixture_cases() -> list[tuple[Path, bool]]:
     return cases
 
 
-@contextlib.contextmanager
-def chdir(path: Path):
-    old = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(old)
