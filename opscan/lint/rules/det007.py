@@ -85,9 +85,9 @@ def check(ctx: Context) -> None:
     # Under warn_only the op does not raise; it runs its nondeterministic kernel and warns.
     strict = any(e.data.get("warn_only") is False for e in ctx.enables)
     consequence = (
-        "and will raise under use_deterministic_algorithms(True)"
+        ", so it will raise under use_deterministic_algorithms(True)"
         if strict
-        else "so under warn_only it silently stays nondeterministic (strict mode would raise)"
+        else ", so under warn_only it silently stays nondeterministic (strict mode would raise)"
     )
     by_name, by_method = _ops_for(ctx.torch_version)
     seen = set()
@@ -113,8 +113,8 @@ def check(ctx: Context) -> None:
                 RULE,
                 event.path,
                 event.loc,
-                f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {ctx.torch_version} "
-                f"{consequence}; {op.remedy}",
+                f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {ctx.torch_version}"
+                f"{consequence}. {op.remedy}",
                 op=op.id,
             )
             break
