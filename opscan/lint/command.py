@@ -78,11 +78,16 @@ def _run(args: argparse.Namespace) -> int:
         # A mistyped path must not pass CI silently.
         print(f"opscan: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return 2
-    torch_version = cfg.torch_version or NEWEST_TORCH
     from opscan.rules import RulesError
 
+    def lint(overlay: dict[str, bytes] | None = None):
+        return engine.run(
+            args.paths, cfg, torch_version=cfg.torch_version or NEWEST_TORCH, use_cache=not args.no_cache,
+            force_exclude=args.force_exclude, overlay=overlay,
+        )  # fmt: skip
+
     try:
-        report = engine.run(args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache, force_exclude=args.force_exclude)
+        report = lint()
     except RulesError as exc:
         print(f"opscan: error: the rules data is malformed: {exc}", file=sys.stderr)
         return 2
@@ -91,13 +96,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         from opscan.lint import fix as fixer
 
-        def relint(overlay: dict[str, bytes]):
-            return engine.run(
-                args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache,
-                force_exclude=args.force_exclude, overlay=overlay,
-            )  # fmt: skip
-
-        outcome = fixer.apply(report, unsafe=args.unsafe_fixes, write=args.fix and not args.diff, relint=relint)
+        outcome = fixer.apply(report, unsafe=args.unsafe_fixes, write=args.fix and not args.diff, relint=lint)
         if args.diff:
             # stdout is the patch alone (`opscan lint --diff | git apply` works); the rest goes to stderr.
             for notice in outcome.notices:
@@ -115,8 +114,8 @@ def _run(args: argparse.Namespace) -> int:
         modified = bool(outcome.fixed)
         if modified:
             # Lint again: what remains is what the exit code and output report.
-            remaining = engine.run(args.paths, cfg, torch_version=torch_version, use_cache=not args.no_cache, force_exclude=args.force_exclude)
-            remaining.notices = report.notices + outcome.notices + remaining.notices[len(report.notices):]
+            remaining = lint()
+            remaining.notices += outcome.notices
             if args.show_fixes:
                 remaining.notices += outcome.summary_lines()
             else:

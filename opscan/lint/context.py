@@ -10,12 +10,7 @@ from opscan.findings import Finding, Fix
 from opscan.lint.model import UNKNOWN, Loc
 from opscan.lint.project import EntryTrace, TraceEvent
 
-CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
-VALID_CUBLAS = (":4096:8", ":16:8")
-
-
-def describe(value) -> str:
-    return "a computed value" if value is UNKNOWN else repr(value)
+from opscan.lint.model import CUBLAS, VALID_CUBLAS  # noqa: F401  (the rules import them from here)
 
 
 @dataclass

@@ -174,13 +174,6 @@ def _extract_in_processes(jobs: list[tuple[str, bytes, str]], workers: int) -> l
         return None
 
 
-def _module_key(project: Project, path: Path) -> tuple[str, str]:
-    """The (path, package) under which Project.entry_module will ask the loader for this file."""
-    name = project._dotted_name(path)
-    package = name.rpartition(".")[0] if path.name != "__init__.py" else name
-    return str(path.resolve()), package
-
-
 def display_path(path: str) -> str:
     """Relative to the working directory when below it, as ruff prints paths."""
     rel = os.path.relpath(path)
@@ -226,7 +219,7 @@ def run(
         cache = None
     loader = _FactsLoader(cache, overlay)
     project = Project(loader, [cfg.root, *cfg.roots])
-    loader.prefetch([_module_key(project, path) for path in files])
+    loader.prefetch([project.entry_load_key(path) for path in files])
 
     raw: dict[tuple, Finding] = {}
     for path in files:
@@ -244,7 +237,7 @@ def run(
         for f in ctx.findings:
             raw.setdefault((f.code, f.path, f.line, f.col), f)
 
-    facts_by_path = {m.path: m.facts for m in project._modules.values() if m is not None}
+    facts_by_path = {m.path: m.facts for m in project.loaded_modules()}
     for f in raw.values():
         if f.code not in enabled:
             continue

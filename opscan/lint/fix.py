@@ -31,9 +31,9 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from opscan.findings import Finding, Report
 from opscan.fsutil import ChangedOnDiskError, atomic_write_bytes
+from opscan.lint.model import CUBLAS, VALID_CUBLAS
 
-CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
-CUBLAS_VALUE = ":4096:8"
+CUBLAS_VALUE = VALID_CUBLAS[0]
 MAX_ROUNDS = 10  # fix -> re-lint rounds; ruff allows 100, two or three are enough here
 MAX_DEPTH = 1000  # deeper syntax trees are left alone: libcst slows down steeply (3000 levels: seconds)
 _RECURSION_LIMIT = 12_000  # ~3 frames per level for libcst, with room to spare

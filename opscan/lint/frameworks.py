@@ -28,9 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from opscan.lint.model import UNKNOWN, CallArgs, Effect
+from opscan.lint.model import CUBLAS, UNKNOWN, CallArgs, Effect
 
-CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 UINT32_MAX = 2**32 - 1
 
 

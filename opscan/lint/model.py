@@ -31,6 +31,9 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
+
+CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
+VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, compared as strings
 MISSING: Any = object()
 
 

@@ -88,23 +88,30 @@ class Project:
     def __init__(self, load_facts: Callable[[str, str], ModuleFacts], roots: list[Path]):
         self._load_facts = load_facts  # (path, package) -> ModuleFacts
         self.roots = [r.resolve() for r in roots]
-        self._modules: dict[str, Module | None] = {}
+        self._modules: dict[str, Module] = {}
         self._found: dict[tuple[str, tuple[Path, ...]], Module | None] = {}
         self._resolved: dict[tuple[str, str, tuple[Path, ...]], object] = {}
 
     # -- modules --------------------------------------------------------------
 
     def module_at(self, path: Path, name: str) -> Module:
-        key = str(path.resolve())
+        key, package = _load_key(path, name)
         mod = self._modules.get(key)
         if mod is None:
-            package = name.rpartition(".")[0] if path.name != "__init__.py" else name
             mod = Module(key, name, self._load_facts(key, package))
             self._modules[key] = mod
         return mod
 
     def entry_module(self, path: Path) -> Module:
         return self.module_at(path, self._dotted_name(path))
+
+    def entry_load_key(self, path: Path) -> tuple[str, str]:
+        """The (path, package) for which entry_module(path) will ask the loader, to build facts ahead."""
+        return _load_key(path, self._dotted_name(path))
+
+    def loaded_modules(self) -> list[Module]:
+        """Every module read so far: the entries and the project modules they reached."""
+        return list(self._modules.values())
 
     def _dotted_name(self, path: Path) -> str:
         resolved = path.resolve()
@@ -222,6 +229,12 @@ class Project:
             result.reachable_calls.extend(calls)
             pending.extend(more)
         return result
+
+
+def _load_key(path: Path, name: str) -> tuple[str, str]:
+    """A module file's resolved path, and the package its relative imports start from."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return str(path.resolve()), package
 
 
 class _Walker:
