@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from opscan import __version__
@@ -21,7 +22,31 @@ COMMANDS = {
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+def _terminal_width() -> int:
+    """What shutil.get_terminal_size() gives, without importing shutil (and bz2, lzma) on every run."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        # argparse builds one of these per add_argument(); its default width imports shutil.
+        super().__init__(prog, indent_increment, max_help_position, width if width is not None else _terminal_width() - 2)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse exits 2 already; keep its message short and clear
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"opscan: error: {message}\n")

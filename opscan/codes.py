@@ -11,20 +11,24 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-from dataclasses import dataclass
+
+from opscan._plain import Frozen
 
 # Modules whose docstrings document one code each. Lint rules, then the tracer's.
 _RULE_MODULES = tuple(f"opscan.lint.rules.det{n:03d}" for n in range(10)) + ("opscan.trace.codes",)
 
 
-@dataclass(frozen=True)
-class RuleInfo:
-    code: str
-    name: str  # kebab-case
-    summary: str
-    sections: tuple[tuple[str, str], ...]
-    severity: str = "error"
-    command: str = "lint"
+class RuleInfo(Frozen):
+    _fields = ("code", "name", "summary", "sections", "severity", "command")
+    __slots__ = _fields
+
+    def __init__(self, code: str, name: str, summary: str, sections: tuple[tuple[str, str], ...], severity: str = "error", command: str = "lint"):
+        self.code = code
+        self.name = name  # kebab-case
+        self.summary = summary
+        self.sections = sections
+        self.severity = severity
+        self.command = command
 
     def section(self, title: str) -> str:
         for t, body in self.sections:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 DEFAULT_EXCLUDE = (
@@ -37,18 +36,23 @@ def resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-@dataclass
 class Config:
-    select: list[str] = field(default_factory=lambda: ["ALL"])
-    extend_select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
-    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
-    extend_exclude: list[str] = field(default_factory=list)
-    torch_version: str | None = None
-    roots: list[Path] = field(default_factory=list)
-    root: Path = field(default_factory=Path.cwd)  # folder of the pyproject.toml, or the working directory
-    source: Path | None = None  # the pyproject.toml read, if any
+    """The settings lint runs with: defaults, then `[tool.opscan]`, then flags."""
+
+    def __init__(self, *, root: Path | None = None, source: Path | None = None):
+        self.select: list[str] = ["ALL"]
+        self.extend_select: list[str] = []
+        self.ignore: list[str] = []
+        self.per_file_ignores: dict[str, list[str]] = {}
+        self.exclude: list[str] = list(DEFAULT_EXCLUDE)
+        self.extend_exclude: list[str] = []
+        self.torch_version: str | None = None
+        self.roots: list[Path] = []
+        self.root = Path.cwd() if root is None else root  # folder of the pyproject.toml, or the working directory
+        self.source = source  # the pyproject.toml read, if any
+
+    def __repr__(self) -> str:
+        return f"Config(root={self.root!r}, source={self.source!r})"
 
     def enabled_codes(self, universe: list[str]) -> set[str]:
         from opscan.codes import expand_selectors
@@ -84,15 +88,26 @@ class Config:
             return path.as_posix()
 
     def is_excluded(self, path: Path) -> bool:
+        """A pattern matches the path relative to the root (or a folder above it), or, without a `/`, any one part."""
+        whole, part = self._exclude_matchers()
         rel = self.relpath(path)
-        parts = rel.split("/")
-        for pattern in self.exclude + self.extend_exclude:
-            pattern = pattern.rstrip("/")
-            if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
-                return True
-            if "/" not in pattern and any(fnmatch.fnmatch(part, pattern) for part in parts):
-                return True
-        return False
+        return bool(whole and whole(rel)) or bool(part and any(part(p) for p in rel.split("/")))
+
+    def _exclude_matchers(self):
+        # Asked for every file and folder discovered: the globs are compiled once, into one regex each.
+        patterns = tuple(p.rstrip("/") for p in self.exclude + self.extend_exclude)
+        cached = self.__dict__.get("_exclude_regexes")
+        if cached is None or cached[0] != patterns:
+            import re
+
+            whole = [fnmatch.translate(p) for p in patterns] + [fnmatch.translate(p + "/*") for p in patterns]
+            part = [fnmatch.translate(p) for p in patterns if "/" not in p]
+            cached = self.__dict__["_exclude_regexes"] = (
+                patterns,
+                re.compile("|".join(whole)).match if whole else None,
+                re.compile("|".join(part)).match if part else None,
+            )
+        return cached[1], cached[2]
 
     def ignored_for(self, path: Path) -> list[str]:
         rel = self.relpath(path)

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from opscan._plain import Frozen, Plain
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
+    from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
 NOTE = "note"
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(Frozen):
     """A fix a finding offers. `applicability` is "safe" or "unsafe"; `data` tells the fixer what to do."""
 
-    description: str
-    applicability: str = "safe"
-    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    _fields = ("description", "applicability", "data")
+    _compared = ("description", "applicability")
+    __slots__ = _fields
+
+    def __init__(self, description: str, applicability: str = "safe", data: dict[str, Any] | None = None):
+        self.description = description
+        self.applicability = applicability
+        self.data = {} if data is None else data
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Frozen):
     """One diagnostic: a rule code at a source location, with a message and maybe a fix.
 
     Lines are 1-based; columns are 1-based, as in ruff's text output.
@@ -28,16 +34,33 @@ class Finding:
     `extra` carries command-specific fields (op, phase, module, remedy, ...).
     """
 
-    code: str
-    message: str
-    path: str | None = None
-    line: int = 1
-    col: int = 1
-    end_line: int | None = None
-    end_col: int | None = None
-    severity: str = ERROR
-    fix: Fix | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    _fields = ("code", "message", "path", "line", "col", "end_line", "end_col", "severity", "fix", "extra")
+    _compared = _fields[:-1]
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        path: str | None = None,
+        line: int = 1,
+        col: int = 1,
+        end_line: int | None = None,
+        end_col: int | None = None,
+        severity: str = ERROR,
+        fix: Fix | None = None,
+        extra: dict[str, Any] | None = None,
+    ):
+        self.code = code
+        self.message = message
+        self.path = path
+        self.line = line
+        self.col = col
+        self.end_line = end_line
+        self.end_col = end_col
+        self.severity = severity
+        self.fix = fix
+        self.extra = {} if extra is None else extra
 
     @property
     def fixable(self) -> bool:
@@ -69,16 +92,26 @@ class Finding:
         return d
 
 
-@dataclass
-class Report:
+class Report(Plain):
     """What a command produced: findings, plus environment facts and errors that are not findings."""
 
-    command: str
-    findings: list[Finding] = field(default_factory=list)
-    env: dict[str, Any] = field(default_factory=dict)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    # Messages for the user that are not findings (skipped files, fixes applied).
-    notices: list[str] = field(default_factory=list)
+    _fields = ("command", "findings", "env", "errors", "notices")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        command: str,
+        findings: list[Finding] | None = None,
+        env: dict[str, Any] | None = None,
+        errors: list[dict[str, Any]] | None = None,
+        notices: list[str] | None = None,
+    ):
+        self.command = command
+        self.findings = [] if findings is None else findings
+        self.env = {} if env is None else env
+        self.errors = [] if errors is None else errors
+        # Messages for the user that are not findings (skipped files, fixes applied).
+        self.notices = [] if notices is None else notices
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)

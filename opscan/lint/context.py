@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
-from opscan.lint.model import UNKNOWN, Loc
+from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
 from opscan.lint.project import EntryTrace, TraceEvent
 
-from opscan.lint.model import CUBLAS, VALID_CUBLAS  # noqa: F401  (the rules import them from here)
 
-
-@dataclass
 class Context:
-    trace: EntryTrace
-    torch_version: str
-    findings: list[Finding] = field(default_factory=list)
+    """One entry trace and the target torch version; rules add to `findings`."""
+
+    def __init__(self, trace: EntryTrace, torch_version: str):
+        self.trace = trace
+        self.torch_version = torch_version
+        self.findings: list[Finding] = []
 
     # -- summaries of the trace -------------------------------------------------
 

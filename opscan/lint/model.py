@@ -6,8 +6,11 @@ cached by file content.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from opscan._plain import Frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
+    from typing import Any
 
 
 class _Unknown:
@@ -37,18 +40,20 @@ VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, co
 MISSING: Any = object()
 
 
-@dataclass(frozen=True)
-class Loc:
+class Loc(Frozen):
     """A source span: 1-based lines, 1-based columns, end exclusive as in ruff."""
 
-    line: int
-    col: int
-    end_line: int
-    end_col: int
+    _fields = ("line", "col", "end_line", "end_col")
+    __slots__ = _fields
+
+    def __init__(self, line: int, col: int, end_line: int, end_col: int):
+        self.line = line
+        self.col = col
+        self.end_line = end_line
+        self.end_col = end_col
 
 
-@dataclass(frozen=True)
-class CallArgs:
+class CallArgs(Frozen):
     """The literal arguments of one call site: positional values and keyword values.
 
     Values are Python literals (str, int, float, bool, None, tuples) or UNKNOWN.
@@ -56,9 +61,13 @@ class CallArgs:
     parameters are unknown rather than defaulted.
     """
 
-    args: tuple[Any, ...] = ()
-    kwargs: tuple[tuple[str, Any], ...] = ()
-    star: bool = False
+    _fields = ("args", "kwargs", "star")
+    __slots__ = _fields
+
+    def __init__(self, args: tuple[Any, ...] = (), kwargs: tuple[tuple[str, Any], ...] = (), star: bool = False):
+        self.args = args
+        self.kwargs = kwargs
+        self.star = star
 
     def get(self, name: str, pos: int | None = None, default: Any = None) -> Any:
         """The value passed for a parameter by keyword or position, else `default` (UNKNOWN under *args/**kwargs)."""
@@ -73,8 +82,7 @@ class CallArgs:
         return any(k == name for k, _ in self.kwargs) or (pos is not None and pos < len(self.args))
 
 
-@dataclass(frozen=True)
-class Effect:
+class Effect(Frozen):
     """What a call does to determinism state, as a framework model reports it.
 
     kinds and their data:
@@ -84,5 +92,10 @@ class Effect:
       cudnn         {"flag": "benchmark"|"deterministic", "value": bool|UNKNOWN}
     """
 
-    kind: str
-    data: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    _fields = ("kind", "data")
+    _compared = ("kind",)
+    __slots__ = _fields
+
+    def __init__(self, kind: str, data: dict[str, Any] | None = None):
+        self.kind = kind
+        self.data = {} if data is None else data

@@ -5,8 +5,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from opscan.cli import main
+from opscan.config import Config
 from tests.lint.helpers import chdir
 
 BAD = "import torch\n\ntorch.manual_seed(0)\ntorch.backends.cudnn.benchmark = True\n"
@@ -135,3 +138,32 @@ def test_torch_version_from_config_and_flag(tmp_path, capsys):
     assert codes == []
     rc, codes, _ = _lint(tmp_path, capsys, "--torch-version", "2.14", "train.py")
     assert codes == ["DET007"]
+
+
+def _excluded_by_fnmatch(rel: str, patterns: list[str]) -> bool:
+    """The exclusion rule spelled out with fnmatch, glob by glob: the oracle for the compiled matcher."""
+    import fnmatch
+
+    parts = rel.split("/")
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
+            return True
+        if "/" not in pattern and any(fnmatch.fnmatch(part, pattern) for part in parts):
+            return True
+    return False
+
+
+_SEGMENT = st.text(alphabet="ab.*?_[]!/", min_size=1, max_size=6)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    patterns=st.lists(_SEGMENT, max_size=4),
+    rel=st.lists(st.text(alphabet="ab._", min_size=1, max_size=4).filter(lambda t: t not in (".", "..")), min_size=1, max_size=4).map("/".join),
+)
+def test_exclusion_matches_the_glob_by_glob_rule(tmp_path_factory, patterns, rel):
+    root = tmp_path_factory.getbasetemp()
+    cfg = Config(root=root)
+    cfg.exclude, cfg.extend_exclude = [], patterns
+    assert cfg.is_excluded(root / rel) == _excluded_by_fnmatch(rel, patterns)
