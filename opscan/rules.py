@@ -12,18 +12,17 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from opscan._plain import Frozen
 
 # An argument whose value cannot be known statically. Lint's call records carry
 # this very object (plain data, no heavy imports), so it is shared, not redefined.
 from opscan.lint.model import UNKNOWN
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The newest torch release this database has been checked against; the default target.
 NEWEST_TORCH = "2.14"
@@ -119,20 +118,33 @@ def _predicate(pred: dict[str, Any], value: Any) -> bool | None:
     raise RulesError(f"unknown predicate {pred!r}")
 
 
-@dataclass(frozen=True)
-class Api:
+class Api(Frozen):
     """A user-facing way to reach an op: `torch.nn.AdaptiveAvgPool2d`, or a tensor method `.put_`."""
 
-    name: str
-    kind: str = "function"  # "function", "layer" (constructor) or "method"
-    args: tuple[str, ...] = ()  # positional parameter order, excluding self
-    # Parameters read only when passed by keyword: keyword-only ones, and, for a
-    # method whose name other libraries share, ones deliberately not bound by position.
-    keywords: tuple[str, ...] = ()
-    defaults: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    # Alternatives, each a table of argument -> predicate; the op is reached if any alternative holds.
-    when: tuple[dict[str, Any], ...] = ()
-    note: str = ""
+    _fields = ("name", "kind", "args", "keywords", "defaults", "when", "note")
+    _compared = ("name", "kind", "args", "keywords", "note")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        name: str,
+        kind: str = "function",
+        args: tuple[str, ...] = (),
+        keywords: tuple[str, ...] = (),
+        defaults: dict[str, Any] | None = None,
+        when: tuple[dict[str, Any], ...] = (),
+        note: str = "",
+    ):
+        self.name = name
+        self.kind = kind  # "function", "layer" (constructor) or "method"
+        self.args = args  # positional parameter order, excluding self
+        # Parameters read only when passed by keyword: keyword-only ones, and, for a
+        # method whose name other libraries share, ones deliberately not bound by position.
+        self.keywords = keywords
+        self.defaults = {} if defaults is None else defaults
+        # Alternatives, each a table of argument -> predicate; the op is reached if any alternative holds.
+        self.when = when
+        self.note = note
 
     def matches(self, bound: dict[str, Any]) -> bool | None:
         """Does a call with these bound literal arguments reach the op?
@@ -156,31 +168,52 @@ class Api:
         return None if undecided else False
 
 
-@dataclass(frozen=True)
-class OpRule:
+class OpRule(Frozen):
     """One kernel family with no deterministic implementation, and how to live with it."""
 
-    id: str
-    title: str
-    apis: tuple[Api, ...]
-    aten: tuple[str, ...]
-    callers: tuple[str, ...]
-    phase: str  # "forward" or "backward"
-    devices: tuple[str, ...]
-    torch: str  # version range in which it raises
-    remedy: str
-    remedy_code: str = ""
-    reproducer: str = ""
-    provenance: str = ""
-    source: str = ""  # the rules file it came from
+    _fields = ("id", "title", "apis", "aten", "callers", "phase", "devices", "torch", "remedy", "remedy_code", "reproducer", "provenance", "source")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        id: str,
+        title: str,
+        apis: tuple[Api, ...],
+        aten: tuple[str, ...],
+        callers: tuple[str, ...],
+        phase: str,
+        devices: tuple[str, ...],
+        torch: str,
+        remedy: str,
+        remedy_code: str = "",
+        reproducer: str = "",
+        provenance: str = "",
+        source: str = "",
+    ):
+        self.id = id
+        self.title = title
+        self.apis = apis
+        self.aten = aten
+        self.callers = callers
+        self.phase = phase  # "forward" or "backward"
+        self.devices = devices
+        self.torch = torch  # version range in which it raises
+        self.remedy = remedy
+        self.remedy_code = remedy_code
+        self.reproducer = reproducer
+        self.provenance = provenance
+        self.source = source  # the rules file it came from
 
     def raises_on(self, torch_version: str, device: str = "cuda") -> bool:
         return device in self.devices and version_in_range(torch_version, self.torch)
 
 
-@dataclass(frozen=True)
-class RuleDB:
-    ops: tuple[OpRule, ...]
+class RuleDB(Frozen):
+    _fields = ("ops",)
+    __slots__ = _fields
+
+    def __init__(self, ops: tuple[OpRule, ...]):
+        self.ops = ops
 
     def for_target(self, torch_version: str, device: str = "cuda") -> list[OpRule]:
         """The ops that raise on this torch version and device."""
@@ -256,12 +289,23 @@ def _load_api(raw: dict[str, Any], where: str) -> Api:
     )
 
 
-def load_file(path: Path) -> list[OpRule]:
-    """Parse one rules file; raises RulesError with the file name on bad data."""
+def _toml():
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    tomllib = _toml()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RulesError(f"{path}: {exc}") from exc
+
+
+def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
     ops = []
     for i, raw in enumerate(data.get("op", [])):
         where = f"{path.name}: op #{i + 1} ({raw.get('id', '?')})"
@@ -292,14 +336,79 @@ def load_file(path: Path) -> list[OpRule]:
     return ops
 
 
+def load_file(path: Path) -> list[OpRule]:
+    """Parse one rules file; raises RulesError with the file name on bad data."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RulesError(f"{path}: {exc}") from exc
+    return _ops_from(path, _parse_toml(path, data))
+
+
+# ---------------------------------------------------------------- the parsed snapshot
+
+# Parsing the TOML files costs lint ~20 ms on every run (tomllib is pure Python), more
+# than ruff's whole run on a file. The same data, parsed, is kept beside this module as
+# JSON together with a digest of the files it came from; it is used only while that
+# digest matches, so an edited rules file is always read itself.
+# `python scripts/gen_rules_snapshot.py` rewrites it; a test fails while it is stale.
+SNAPSHOT = Path(__file__).with_name("_rules_snapshot.json")
+
+
+def _digest(sources: list[tuple[str, bytes]]) -> str:
+    from opscan._hash import blake2b
+
+    h = blake2b(digest_size=20)
+    for name, data in sources:
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _read_sources(base: Path) -> list[tuple[str, bytes]]:
+    sources = []
+    for path in sorted(base.glob("*.toml")):
+        try:
+            sources.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise RulesError(f"{path}: {exc}") from exc
+    return sources
+
+
+def _read_snapshot(digest: str) -> dict[str, dict] | None:
+    import json
+
+    try:
+        snapshot = json.loads(SNAPSHOT.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(snapshot, dict) or snapshot.get("digest") != digest or not isinstance(snapshot.get("files"), dict):
+        return None
+    return snapshot["files"]
+
+
+def snapshot_text(directory: str | None = None) -> str:
+    """The snapshot for the rules files as they are now (what gen_rules_snapshot.py writes)."""
+    import json
+
+    base = Path(directory) if directory else rules_dir()
+    sources = _read_sources(base)
+    files = {name: _parse_toml(base / name, data) for name, data in sources}
+    return json.dumps({"digest": _digest(sources), "files": files}, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 @functools.lru_cache(maxsize=None)
 def load(directory: str | None = None) -> RuleDB:
     """Load every `*.toml` under the rules directory, sorted by file name."""
     base = Path(directory) if directory else rules_dir()
+    sources = _read_sources(base)
+    parsed = _read_snapshot(_digest(sources)) if directory is None else None
     ops: list[OpRule] = []
     seen: set[str] = set()
-    for path in sorted(base.glob("*.toml")):
-        for op in load_file(path):
+    for name, data in sources:
+        path = base / name
+        raw = parsed.get(name) if parsed is not None else None
+        for op in _ops_from(path, raw if raw is not None else _parse_toml(path, data)):
             if op.id in seen:
                 raise RulesError(f"{path.name}: duplicate op id {op.id!r}")
             seen.add(op.id)

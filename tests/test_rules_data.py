@@ -322,3 +322,41 @@ def test_short_equality_is_a_prefix_match(v, major, minor):
 def test_every_op_range_accepts_any_version_string(v, suffix):
     for op in OPS:
         assert isinstance(op.raises_on(_text(v, suffix), "cuda"), bool)
+
+
+# ---------------------------------------------------------------- the parsed snapshot
+
+
+def test_snapshot_is_current():
+    """opscan/_rules_snapshot.json must match rules/*.toml (python scripts/gen_rules_snapshot.py)."""
+    assert rules.SNAPSHOT.read_text(encoding="utf-8") == rules.snapshot_text()
+
+
+def test_snapshot_gives_the_database_the_files_give(tmp_path: Path):
+    import shutil
+
+    copy = tmp_path / "rules"
+    shutil.copytree(rules.rules_dir(), copy)
+    assert load.__wrapped__() == load.__wrapped__(str(copy))  # the snapshot, then the TOML itself
+
+
+def test_stale_snapshot_is_not_used(tmp_path: Path, monkeypatch):
+    """After a rules file is edited, lint reads the file, not the snapshot made before."""
+    import shutil
+
+    copy = tmp_path / "rules"
+    shutil.copytree(rules.rules_dir(), copy)
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(rules.snapshot_text(str(copy)))
+    monkeypatch.setattr(rules, "SNAPSHOT", snapshot)
+    monkeypatch.setattr(rules, "rules_dir", lambda: copy)
+    fresh = load.__wrapped__()
+    assert any(op.id == OPS[0].id for op in fresh.ops)
+    first = sorted(copy.glob("*.toml"))[0]
+    text = first.read_text()
+    first.write_text(text.replace('title = "', 'title = "EDITED ', 1))
+    edited = load.__wrapped__()
+    assert any(op.title.startswith("EDITED ") for op in edited.ops)
+    monkeypatch.setattr(rules, "_parse_toml", lambda *a: (_ for _ in ()).throw(AssertionError("TOML parsed")))
+    first.write_text(text)
+    assert load.__wrapped__() == fresh  # back in step with the snapshot: no TOML parsing at all
