@@ -1,73 +1,95 @@
 """A content-keyed cache of module facts, like ruff's: a repeated run over an unchanged tree reads no source twice.
 
 The key is the file's bytes (hashed), the module's package (for relative
-imports) and the opscan and facts versions. Facts do not depend on
-configuration, so one cache serves every selection and target version.
+imports), the call filter the facts were built under, and the opscan and
+facts versions. Facts do not depend on configuration, so one cache serves
+every selection and target version.
+
+Each entry is its own small file, named by its key, in a folder per opscan and
+facts version: a run reads only the entries it needs, and worker processes
+add entries without passing facts back to the parent. An entry is written to a
+temporary name and renamed into place; an unreadable one is rebuilt.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from pathlib import Path
 
 from opscan import __version__
+from opscan._hash import blake2b
 from opscan.lint.facts import FACTS_VERSION, ModuleFacts
 
 CACHE_DIR = ".opscan_cache"
+# Entries not used by a run are deleted once the folder holds this many more than the run used.
+SPARE_ENTRIES = 2000
 
 
 class FactsCache:
-    def __init__(self, file: Path, entries: dict[bytes, ModuleFacts]):
-        self.file = file
-        self.entries = entries
-        self.used: set[bytes] = set()
-        self.dirty = False
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.used: set[str] = set()
+        self.wrote = False
 
     @classmethod
     def open(cls, root: Path) -> FactsCache:
         override = os.environ.get("OPSCAN_CACHE_DIR")
-        folder = Path(override) if override else root / CACHE_DIR
-        file = folder / f"facts-{__version__}-{FACTS_VERSION}.pickle"
-        entries: dict = {}
-        try:
-            with open(file, "rb") as fh:
-                loaded = pickle.load(fh)
-            if isinstance(loaded, dict):
-                entries = loaded
-        except Exception:  # missing, truncated or from another Python: start afresh
-            entries = {}
-        return cls(file, entries)
+        base = Path(override) if override else root / CACHE_DIR
+        return cls(base / f"facts-{__version__}-{FACTS_VERSION}")
 
     @staticmethod
-    def _key(data: bytes, package: str) -> bytes:
-        return hashlib.blake2b(data + b"\0" + package.encode(), digest_size=20).digest()
+    def _key(data: bytes, package: str, variant: str) -> str:
+        return blake2b(data + b"\0" + package.encode() + b"\0" + variant.encode(), digest_size=20).hexdigest()
 
-    def get(self, data: bytes, package: str) -> ModuleFacts | None:
-        key = self._key(data, package)
+    def get(self, data: bytes, package: str, variant: str = "") -> ModuleFacts | None:
+        """The cached facts, or None. `variant` names the call filter they were built under ("" for none)."""
+        key = self._key(data, package, variant)
         self.used.add(key)
-        return self.entries.get(key)
-
-    def put(self, data: bytes, package: str, facts: ModuleFacts) -> None:
-        key = self._key(data, package)
-        self.used.add(key)
-        self.entries[key] = facts
-        self.dirty = True
-
-    def save(self) -> None:
-        """Write atomically; a cache that cannot be written is not an error."""
-        if not self.dirty:
-            return
-        if len(self.entries) > 2 * len(self.used) + 2000:  # drop stale versions of edited files
-            self.entries = {k: v for k, v in self.entries.items() if k in self.used}
-        from opscan.fsutil import atomic_write_bytes
-
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            gitignore = self.file.parent / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("# Automatically created by opscan.\n*\n")
-            atomic_write_bytes(self.file, pickle.dumps(self.entries, protocol=pickle.HIGHEST_PROTOCOL))
+            with open(self.folder / key, "rb") as fh:
+                facts = pickle.load(fh)
+        except Exception:  # missing, truncated, from another Python: build afresh
+            return None
+        return facts if isinstance(facts, ModuleFacts) else None
+
+    def put(self, data: bytes, package: str, facts: ModuleFacts, variant: str = "") -> None:
+        """Store an entry; a cache that cannot be written is not an error."""
+        key = self._key(data, package, variant)
+        self.used.add(key)
+        target = self.folder / key
+        temp = self.folder / f".{key}.{os.getpid()}.tmp"
+        try:
+            if not self.wrote:
+                self._create_folder()
+            with open(temp, "wb") as fh:
+                pickle.dump(facts, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, target)
+            self.wrote = True
         except OSError:
-            pass
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+
+    def _create_folder(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        gitignore = self.folder.parent / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# Automatically created by opscan.\n*\n")
+
+    def prune(self, used: set[str]) -> None:
+        """Delete entries this run did not use, once there are many more of them than it used."""
+        try:
+            with os.scandir(self.folder) as it:
+                names = [e.name for e in it if not e.name.startswith(".")]
+        except OSError:
+            return
+        if len(names) <= 2 * len(used) + SPARE_ENTRIES:
+            return
+        for name in names:
+            if name not in used:
+                try:
+                    os.unlink(self.folder / name)
+                except OSError:
+                    pass

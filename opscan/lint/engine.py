@@ -9,7 +9,6 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from opscan.config import Config
 from opscan.findings import Finding, Report
@@ -19,8 +18,10 @@ from opscan.lint.model import Loc
 from opscan.lint.project import Project
 from opscan.lint.rules import CHECKS, det000
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opscan.lint import cache as facts_cache
+    from opscan.lint.relevance import CallFilter
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped with a message
 
@@ -65,13 +66,9 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tupl
     return files, notices
 
 
-# Facts of many files are built on every core; below these sizes a pool costs more than it saves.
+# Many files are linted on every core; below these sizes forking costs more than it saves.
 PARALLEL_MIN_FILES = 8
 PARALLEL_MIN_BYTES = 256 * 1024
-
-
-def _extract_job(job: tuple[str, bytes, str]) -> ModuleFacts:
-    return extract(*job)
 
 
 def _workers() -> int:
@@ -82,96 +79,147 @@ def _workers() -> int:
 
 
 class _FactsLoader:
-    """Reads a file once and builds its facts, through the content-keyed cache."""
+    """Reads a file once and builds its facts, through the content-keyed cache.
 
-    def __init__(self, cache: facts_cache.FactsCache | None, overlay: dict[str, bytes] | None = None):
+    Facts are built under `calls` (which calls to record); the project asks again
+    with keep_all=True for a module whose dropped calls may lead into the project.
+    """
+
+    def __init__(self, cache: facts_cache.FactsCache | None, overlay: dict[str, bytes] | None = None, calls: CallFilter | None = None):
         self.cache = cache
         self.overlay = overlay or {}  # path -> contents to use instead of the file's (the fixer's edits)
-        self.read_errors: dict[str, str] = {}
-        self.ready: dict[tuple[str, str], ModuleFacts] = {}  # built ahead by prefetch()
+        self.calls = calls
 
-    def _read(self, path: str) -> bytes | ModuleFacts:
+    @staticmethod
+    def _read(path: str) -> bytes | ModuleFacts:
         """The file's bytes, or facts that carry why it cannot be read."""
         try:
             st = os.stat(path)
             if not stat.S_ISREG(st.st_mode):  # a FIFO would block open(), /dev/zero would never end
-                self.read_errors[path] = "not a regular file"
-                return ModuleFacts(path=path, error=self.read_errors[path])
+                return ModuleFacts(path=path, error="not a regular file")
             if st.st_size > MAX_FILE_BYTES:
-                self.read_errors[path] = f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB"
-                return ModuleFacts(path=path, error=self.read_errors[path])
+                return ModuleFacts(path=path, error=f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
             with open(path, "rb") as fh:
                 return fh.read()
         except OSError as exc:
-            self.read_errors[path] = f"cannot read file: {exc.strerror or exc}"
-            return ModuleFacts(path=path, error=self.read_errors[path])
+            return ModuleFacts(path=path, error=f"cannot read file: {exc.strerror or exc}")
 
-    def _cached(self, path: str, data: bytes, package: str) -> ModuleFacts | None:
-        if self.cache is None:
-            return None
-        hit = self.cache.get(data, package)
-        if hit is not None:
-            hit.path = path
-        return hit
-
-    def __call__(self, path: str, package: str) -> ModuleFacts:
+    def __call__(self, path: str, package: str, keep_all: bool = False) -> ModuleFacts:
+        calls = None if keep_all else self.calls
         if path in self.overlay:
-            return extract(path, self.overlay[path], package)
-        ready = self.ready.pop((path, package), None)
-        if ready is not None:
-            return ready
+            return extract(path, self.overlay[path], package, calls)
         data = self._read(path)
         if isinstance(data, ModuleFacts):
             return data
-        hit = self._cached(path, data, package)
-        if hit is not None:
-            return hit
-        facts = extract(path, data, package)
+        variant = calls.fingerprint if calls is not None else ""
         if self.cache is not None:
-            self.cache.put(data, package, facts)
+            hit = self.cache.get(data, package, variant)
+            if hit is not None:
+                hit.path = path
+                return hit
+        facts = extract(path, data, package, calls)
+        if self.cache is not None:
+            self.cache.put(data, package, facts, variant)
         return facts
 
-    def prefetch(self, items: list[tuple[str, str]]) -> None:
-        """Build the facts of these (path, package) pairs now, on every core when there are many.
 
-        The project pass then takes them from memory; what it finds the same way as
-        before, so the findings do not depend on whether this ran in parallel.
-        """
-        jobs: list[tuple[str, bytes, str]] = []
-        for path, package in items:
-            if path in self.overlay or (path, package) in self.ready:
-                continue
-            data = self._read(path)
-            if isinstance(data, ModuleFacts):
-                continue  # __call__ reads it again and reports the same error
-            hit = self._cached(path, data, package)
-            if hit is not None:
-                self.ready[(path, package)] = hit
-            else:
-                jobs.append((path, data, package))
-        workers = min(_workers(), len(jobs) // 2 or 1)
-        if workers < 2 or len(jobs) < PARALLEL_MIN_FILES or sum(len(job[1]) for job in jobs) < PARALLEL_MIN_BYTES:
-            return  # built one by one on demand, as without prefetch
-        results = _extract_in_processes(jobs, workers)
-        if results is None:
-            return
-        for job, facts in zip(jobs, results):
-            self.ready[(job[0], job[2])] = facts
-            if self.cache is not None:
-                self.cache.put(job[1], job[2], facts)
+class _EntryLinter:
+    """Lints entry files one by one through one Project, and filters their findings."""
+
+    def __init__(self, cfg: Config, torch_version: str, files: list[Path], cache, overlay, calls: CallFilter):
+        from opscan.codes import lint_codes
+
+        self.cfg = cfg
+        self.cache = cache
+        self.torch_version = torch_version
+        self.universe = lint_codes()
+        self.enabled = cfg.enabled_codes(self.universe)
+        self.project = Project(_FactsLoader(cache, overlay, calls), [cfg.root, *cfg.roots], entry_dirs=[f.parent for f in files])
+        self._ignored: dict[str, set[str]] = {}
+
+    def lint(self, path: Path) -> list[Finding]:
+        """The findings of running `path` as a script that survive selection and noqa, in report form."""
+        module = self.project.entry_module(path)
+        facts = module.facts
+        if facts.error:
+            loc = facts.error_loc or Loc(1, 1, 1, 1)
+            raw = [Finding(det000.RULE.code, f"Could not analyse file: {facts.error}", module.path, loc.line, loc.col, loc.end_line, loc.end_col)]
+        else:
+            ctx = Context(self.project.trace(module), self.torch_version)
+            for rule in CHECKS:
+                if rule.RULE.code in self.enabled:
+                    rule.check(ctx)
+            raw = ctx.findings
+        return [self._final(f) for f in raw if self._kept(f)]
+
+    def _kept(self, f: Finding) -> bool:
+        if f.code not in self.enabled:
+            return False
+        ignored = self._ignored.get(f.path)
+        if ignored is None:
+            from opscan.codes import expand_selectors
+
+            ignored = self._ignored[f.path] = expand_selectors(self.cfg.ignored_for(Path(f.path)), self.universe)
+        return f.code not in ignored and not _suppressed(f, self.project.facts_of(f.path))
+
+    def _final(self, f: Finding) -> Finding:
+        facts = self.project.facts_of(f.path)
+        line_text = facts.lines[f.line - 1].strip() if facts and 0 < f.line <= len(facts.lines) else ""
+        return Finding(f.code, f.message, display_path(f.path), f.line, f.col, f.end_line, f.end_col, f.severity, f.fix,
+                       {**f.extra, "line_text": line_text, "_abspath": f.path})  # fmt: skip
 
 
-def _extract_in_processes(jobs: list[tuple[str, bytes, str]], workers: int) -> list[ModuleFacts] | None:
-    """extract() over the jobs in forked worker processes; None where that is not possible here."""
-    import multiprocessing
+def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
+    """linter.lint() over the files, shared between this process and forked children; None without fork.
 
-    if "fork" not in multiprocessing.get_all_start_methods():  # Windows; spawn would re-import everything
+    Each child lints every `workers`-th file with its own copy of the project and
+    sends back only the findings (the cache, if any, it fills itself). A child
+    that fails is not an error: its share is linted here instead.
+    """
+    if not hasattr(os, "fork"):  # Windows: spawning would re-import everything
         return None
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_extract_job, jobs, chunksize=max(1, len(jobs) // (workers * 4)))
-    except (OSError, ImportError):  # no /dev/shm, no semaphores, fork refused: build them in this process
-        return None
+    import pickle
+
+    shares: list[list[int]] = [list(range(i, len(files), workers)) for i in range(workers)]
+    children: list[tuple[int, int, list[int]]] = []
+    for share in shares[1:]:
+        try:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+        except OSError:  # no more processes or descriptors: what is not shared out is linted here
+            shares[0] += share
+            continue
+        if pid == 0:  # the child: never returns into the caller
+            status = 1
+            try:
+                os.close(read_end)
+                found = [linter.lint(files[i]) for i in share]
+                used = linter.cache.used if linter.cache is not None else set()
+                with os.fdopen(write_end, "wb") as out:
+                    out.write(pickle.dumps((found, used), protocol=pickle.HIGHEST_PROTOCOL))
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        children.append((pid, read_end, share))
+    results: list[list[Finding] | None] = [None] * len(files)
+    for i in sorted(shares[0]):
+        results[i] = linter.lint(files[i])
+    for pid, read_end, share in children:
+        with os.fdopen(read_end, "rb") as fh:
+            payload = fh.read()
+        _, status = os.waitpid(pid, 0)
+        found = None
+        if status == 0:
+            try:
+                found, used = pickle.loads(payload)
+                if linter.cache is not None:
+                    linter.cache.used |= used
+            except Exception:  # a truncated payload: lint the share here
+                found = None
+        for j, i in enumerate(share):
+            results[i] = found[j] if found is not None and j < len(found) else linter.lint(files[i])
+    return results  # type: ignore[return-value]
 
 
 def display_path(path: str) -> str:
@@ -205,53 +253,40 @@ def run(
     `overlay` maps resolved paths to contents to lint instead of what is on disk
     (the fixer re-lints its edits before writing them).
     """
-    from opscan.codes import expand_selectors, lint_codes
+    from opscan.lint.relevance import CallFilter
 
-    universe = lint_codes()
-    enabled = cfg.enabled_codes(universe)
     report = Report("lint")
     files, report.notices = discover(paths, cfg, force_exclude)
+    cache = None
     if use_cache:
-        from opscan.lint.cache import FactsCache  # pickle and hashlib, only when the cache is used
+        from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
 
         cache = FactsCache.open(cfg.root)
-    else:
-        cache = None
-    loader = _FactsLoader(cache, overlay)
-    project = Project(loader, [cfg.root, *cfg.roots])
-    loader.prefetch([project.entry_load_key(path) for path in files])
-
-    raw: dict[tuple, Finding] = {}
-    for path in files:
-        module = project.entry_module(path)
-        facts = module.facts
-        if facts.error:
-            loc = facts.error_loc or Loc(1, 1, 1, 1)
-            f = Finding(det000.RULE.code, f"Could not analyse file: {facts.error}", module.path, loc.line, loc.col, loc.end_line, loc.end_col)
-            raw[(f.code, f.path, f.line, f.col)] = f
-            continue
-        ctx = Context(project.trace(module), torch_version)
-        for rule in CHECKS:
-            if rule.RULE.code in enabled:
-                rule.check(ctx)
-        for f in ctx.findings:
-            raw.setdefault((f.code, f.path, f.line, f.col), f)
-
-    facts_by_path = {m.path: m.facts for m in project.loaded_modules()}
-    for f in raw.values():
-        if f.code not in enabled:
-            continue
-        path = Path(f.path)
-        if f.code in expand_selectors(cfg.ignored_for(path), universe):
-            continue
-        if _suppressed(f, facts_by_path.get(f.path)):
-            continue
-        facts = facts_by_path.get(f.path)
-        line_text = facts.lines[f.line - 1].strip() if facts and 0 < f.line <= len(facts.lines) else ""
-        report.findings.append(
-            Finding(f.code, f.message, display_path(f.path), f.line, f.col, f.end_line, f.end_col, f.severity, f.fix,
-                    {**f.extra, "line_text": line_text, "_abspath": f.path})
-        )  # fmt: skip
+    linter = _EntryLinter(cfg, torch_version, files, cache, overlay, CallFilter.for_lint())
+    per_file = None
+    workers = min(_workers(), len(files) // 2 or 1)
+    if workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
+        per_file = _lint_in_processes(linter, files, workers)
+    if per_file is None:
+        per_file = [linter.lint(path) for path in files]
+    # A finding in a helper module may be reached from several scripts: report it once.
+    seen: set[tuple] = set()
+    for found in per_file:
+        for f in found:
+            key = (f.code, f.extra["_abspath"], f.line, f.col)
+            if key not in seen:
+                seen.add(key)
+                report.findings.append(f)
     if cache is not None:
-        cache.save()
+        cache.prune(cache.used)
     return report
+
+
+def _total_size(files: list[Path]) -> int:
+    total = 0
+    for path in files:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+    return total

@@ -2,8 +2,9 @@
 
 A module's facts are its import aliases, the functions and classes it defines,
 and, for the module body and each function, the ordered list of events that
-matter for reproducibility: calls (with their literal arguments), writes and
-reads of environment variables, cuDNN flag assignments and CUDA work. Nothing
+matter for reproducibility: calls (with their literal arguments; with a
+CallFilter, only the calls that can matter), writes and reads of environment
+variables, cuDNN flag assignments and CUDA work. Nothing
 here knows about rules or other modules; `project` links modules and `rules`
 judge. The result is plain data, so it is cached by file content.
 """
@@ -13,15 +14,21 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from dataclasses import dataclass, field
-from typing import Any
 
+from opscan._plain import Plain
 from opscan.lint.model import UNKNOWN, CallArgs, Loc
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from opscan.lint.relevance import CallFilter
+
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 2
+FACTS_VERSION = 3
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
+_THIS_DOT = THIS + "."
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _ENV = "os.environ"
@@ -34,8 +41,7 @@ _NO_EVENTS = frozenset(
 )
 
 
-@dataclass
-class Event:
+class Event(Plain):
     """One thing a statement does, in execution order.
 
     kinds:
@@ -48,39 +54,54 @@ class Event:
       cuda      what                                  -- work that starts CUDA (.cuda(), .to("cuda"), device="cuda")
     """
 
-    kind: str
-    loc: Loc
-    data: dict[str, Any] = field(default_factory=dict)
+    _fields = ("kind", "loc", "data")
+    __slots__ = _fields
+
+    def __init__(self, kind: str, loc: Loc, data: dict[str, Any] | None = None):
+        self.kind = kind
+        self.loc = loc
+        self.data = {} if data is None else data
 
 
-@dataclass
-class FunctionFacts:
-    qualname: str  # within the module, e.g. "main", "Net.forward"
-    loc: Loc
-    events: list[Event] = field(default_factory=list)
-    params: tuple[str, ...] = ()
+class FunctionFacts(Plain):
+    _fields = ("qualname", "loc", "events", "params")
+    __slots__ = _fields
+
+    def __init__(self, qualname: str, loc: Loc, events: list[Event] | None = None, params: tuple[str, ...] = ()):
+        self.qualname = qualname  # within the module, e.g. "main", "Net.forward"
+        self.loc = loc
+        self.events = [] if events is None else events
+        self.params = params
 
 
-@dataclass
-class ClassFacts:
-    name: str
-    loc: Loc
-    bases: tuple[str | None, ...] = ()
-    methods: tuple[str, ...] = ()
+class ClassFacts(Plain):
+    _fields = ("name", "loc", "bases", "methods")
+    __slots__ = _fields
+
+    def __init__(self, name: str, loc: Loc, bases: tuple[str | None, ...] = (), methods: tuple[str, ...] = ()):
+        self.name = name
+        self.loc = loc
+        self.bases = bases
+        self.methods = methods
 
 
-@dataclass
-class ModuleFacts:
-    path: str
-    aliases: dict[str, str] = field(default_factory=dict)  # module-level name -> qualified name
-    body: list[Event] = field(default_factory=list)  # what runs when the file runs as a script
-    functions: dict[str, FunctionFacts] = field(default_factory=dict)
-    classes: dict[str, ClassFacts] = field(default_factory=dict)
-    noqa: dict[int, frozenset[str] | None] = field(default_factory=dict)  # line -> codes, None = all
-    file_noqa: frozenset[str] | None | bool = False  # False = none; None = all; else codes
-    lines: list[str] = field(default_factory=list)
-    error: str | None = None  # why the file could not be analysed (DET000)
-    error_loc: Loc | None = None
+class ModuleFacts(Plain):
+    _fields = ("path", "aliases", "body", "functions", "classes", "noqa", "file_noqa", "lines", "error", "error_loc", "dropped_libraries")
+    __slots__ = _fields
+
+    def __init__(self, path: str, error: str | None = None):
+        self.path = path
+        self.aliases: dict[str, str] = {}  # module-level name -> qualified name
+        self.body: list[Event] = []  # what runs when the file runs as a script
+        self.functions: dict[str, FunctionFacts] = {}
+        self.classes: dict[str, ClassFacts] = {}
+        self.noqa: dict[int, frozenset[str] | None] = {}  # line -> codes, None = all
+        self.file_noqa: frozenset[str] | None | bool = False  # False = none; None = all; else codes
+        self.lines: list[str] = []
+        self.error = error  # why the file could not be analysed (DET000)
+        self.error_loc: Loc | None = None
+        # Libraries whose calls a CallFilter left out; linking checks the project does not provide one.
+        self.dropped_libraries: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- noqa
@@ -119,15 +140,33 @@ def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], froze
 # ---------------------------------------------------------------- literals
 
 
+# Per node class, the fields that can hold child nodes, last first (the walk pushes them on
+# a stack). Leaving out contexts, operators and names saves a getattr per field per node.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "is_async", "type_comment"})
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _node_fields(cls: type) -> tuple[str, ...]:
+    if isinstance(cls, type) and issubclass(cls, ast.AST):
+        fields = tuple(f for f in reversed(cls._fields) if f not in _LEAF_FIELDS)
+    else:  # not a node (a stray value in an unexpected field): nothing inside
+        fields = ()
+    _NODE_FIELDS[cls] = fields
+    return fields
+
+
 def literal(node: ast.AST | None) -> Any:
     """The Python value of a literal expression, else UNKNOWN. Containers may hold UNKNOWN items."""
     if node is None:
         return None
-    if isinstance(node, ast.Constant):
+    cls = node.__class__
+    if cls is ast.Constant:
         return node.value
-    if isinstance(node, (ast.Tuple, ast.List)):
+    if cls is ast.Name or cls is ast.Attribute or cls is ast.Call:  # the common non-literals, first
+        return UNKNOWN
+    if cls is ast.Tuple or cls is ast.List:
         return tuple(literal(e) for e in node.elts)
-    if isinstance(node, ast.Dict):
+    if cls is ast.Dict:
         if any(k is None for k in node.keys):  # {**other}
             return UNKNOWN
         out = {}
@@ -137,7 +176,7 @@ def literal(node: ast.AST | None) -> Any:
                 return UNKNOWN
             out[key] = literal(v)
         return out
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+    if cls is ast.UnaryOp and isinstance(node.op, (ast.USub, ast.UAdd)):
         negate = False
         while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):  # a loop: `- - - 1` may nest deep
             negate ^= isinstance(node.op, ast.USub)
@@ -217,9 +256,11 @@ class _Scope:
 
 
 class _FactsBuilder:
-    def __init__(self, facts: ModuleFacts, package: str):
+    def __init__(self, facts: ModuleFacts, package: str, calls: CallFilter | None = None):
         self.facts = facts
         self.package = package  # dotted package of this module, for relative imports ("" if unknown)
+        self.calls = calls  # which calls to record (None: all)
+        self.dropped_libraries: set[str] = set()
         self.module_scope = _Scope(None)
         self.no_grad_depth = 0
 
@@ -279,7 +320,7 @@ class _FactsBuilder:
         star = False  # *args or **kwargs: parameters not seen are unknown, not defaulted
         args = []
         for a in call.args:
-            if isinstance(a, ast.Starred):
+            if a.__class__ is ast.Starred:
                 star = True
                 break
             args.append(literal(a))
@@ -312,7 +353,7 @@ class _FactsBuilder:
         """Events of the calls inside an expression, innermost (evaluated first) first."""
         # Post-order with an explicit stack: `1 + 1 + ... + 1` nests one level per term, and
         # CPython compiles such chains thousands deep. This loop is the hottest code in lint,
-        # hence the exact-type tests and the inlined ast.iter_child_nodes.
+        # hence the exact-type tests and the per-class table of fields that can hold nodes.
         stack: list = [node]
         pop, push = stack.pop, stack.append
         while stack:
@@ -329,33 +370,46 @@ class _FactsBuilder:
                 continue
             if cls is ast.Call:
                 push((node,))
-            children = []
-            for name in node._fields:
+            fields = _NODE_FIELDS.get(cls)
+            if fields is None:
+                fields = _node_fields(cls)
+            for name in fields:  # reversed order: the first child is popped first
                 value = getattr(node, name, None)
                 if value.__class__ is list:
-                    children.extend(v for v in value if isinstance(v, ast.AST))
-                elif isinstance(value, ast.AST):
-                    children.append(value)
-            children.reverse()
-            stack.extend(children)
+                    for item in reversed(value):
+                        if item is not None:  # a dict's `**other` has key None
+                            push(item)
+                elif value is not None:
+                    push(value)
 
     def call_event(self, call: ast.Call, scope: _Scope, out: list[Event]) -> None:
         func = call.func
+        is_name = func.__class__ is ast.Name
         qualname = self.qualify(func, scope)
-        if qualname is None and isinstance(func, ast.Name) and scope.instance(func.id):
-            qualname = f"{scope.instance(func.id)}.__call__"  # model(x) runs Net.forward
-        method = func.attr if isinstance(func, ast.Attribute) else None
-        args = self.call_args(call)
-        names = [a for a in call.args if isinstance(a, ast.Name)] + [k.value for k in call.keywords if isinstance(k.value, ast.Name)]
-        refs = tuple(q for a in names if (q := scope.lookup(a.id)) and q.startswith(THIS + ".")) if names else ()
-        loc = loc_of(call)  # Loc is immutable: the call's events share it
-        out.append(
-            Event(
-                "call",
-                loc,
-                {"qualname": qualname, "method": method, "args": args, "refs": refs, "no_grad": self.no_grad_depth > 0},
+        if qualname is None and is_name:
+            held = scope.instance(func.id)
+            if held:
+                qualname = f"{held}.__call__"  # model(x) runs Net.forward
+        method = func.attr if func.__class__ is ast.Attribute else None
+        refs: list[str] = []  # local functions handed over by name: Fire(main), spawn(worker)
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            if value.__class__ is ast.Name:
+                q = scope.lookup(value.id)
+                if q and q.startswith(_THIS_DOT):
+                    refs.append(q)
+        # Loc is immutable: the call's events share it.
+        loc = Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
+        dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
+        if dropped is None:
+            out.append(
+                Event(
+                    "call",
+                    loc,
+                    {"qualname": qualname, "method": method, "args": self.call_args(call), "refs": tuple(refs), "no_grad": self.no_grad_depth > 0},
+                )
             )
-        )
+        elif dropped:
+            self.dropped_libraries.add(dropped)
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
             out.append(Event("cuda", loc, {"what": ".cuda()"}))
@@ -413,7 +467,11 @@ class _FactsBuilder:
             self.statement(stmt, scope, out, prefix)
 
     def statement(self, stmt: ast.stmt, scope: _Scope, out: list[Event], prefix: str) -> None:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        cls = stmt.__class__
+        if cls is ast.Expr or cls is ast.Return:  # the commonest statements, first
+            if stmt.value is not None:
+                self.expression_events(stmt.value, scope, out)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self._import(stmt, scope)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for d in stmt.decorator_list:
@@ -547,10 +605,17 @@ class _FactsBuilder:
             # Calls in class bodies (layers built as class attributes) are reachable, not ordered.
             self.facts.functions["<class bodies>"] = FunctionFacts("<class bodies>", Loc(1, 1, 1, 1), self._class_body_events)
         self.facts.aliases = dict(self.module_scope.aliases)
+        self.facts.dropped_libraries = tuple(sorted(self.dropped_libraries))
 
 
 def decode_source(data: bytes) -> str:
     """Decode source bytes as Python would (PEP 263 cookie, BOM), raising UnicodeDecodeError/SyntaxError."""
+    # Nearly every file has neither a BOM nor a coding cookie (which must sit in the first two
+    # lines): that is UTF-8, and deciding it here spares importing tokenize on every run.
+    second_newline = data.find(b"\n", data.find(b"\n") + 1)
+    head = data if second_newline < 0 else data[:second_newline]
+    if not data.startswith(b"\xef\xbb\xbf") and b"coding" not in head:
+        return data.decode("utf-8")
     import io
     import tokenize
 
@@ -559,8 +624,11 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def extract(path: str, data: bytes, package: str = "") -> ModuleFacts:
-    """Build a module's facts from its bytes. Never raises for bad input: sets `error` instead."""
+def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None = None) -> ModuleFacts:
+    """Build a module's facts from its bytes. Never raises for bad input: sets `error` instead.
+
+    With `calls`, only the calls it keeps are recorded (see opscan.lint.relevance).
+    """
     facts = ModuleFacts(path=path)
     try:
         text = decode_source(data)
@@ -588,7 +656,7 @@ def extract(path: str, data: bytes, package: str = "") -> ModuleFacts:
         facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
         return facts
     try:
-        _FactsBuilder(facts, package).run(tree)
+        _FactsBuilder(facts, package, calls).run(tree)
     except RecursionError:
         facts.error = "cannot analyse file: expressions are nested too deeply"
         facts.body, facts.functions, facts.classes = [], {}, {}

@@ -10,13 +10,16 @@ events, each remembering the chain of call sites that led to it from the entry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
+from opscan._plain import Frozen, Plain
 from opscan.lint import apis, frameworks
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
 from opscan.lint.model import Loc
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
+    from typing import Any, Callable
 
 MODELS: dict[str, Callable] = {**apis.MODELS, **frameworks.MODELS}
 
@@ -24,23 +27,29 @@ MAX_DEPTH = 40
 MAX_EVENTS = 50_000
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(Frozen):
     """A call site on the way from the entry to an event."""
 
-    path: str
-    loc: Loc
-    callee: str  # what was called, for messages: "utils.seed.set_seed"
+    _fields = ("path", "loc", "callee")
+    __slots__ = _fields
+
+    def __init__(self, path: str, loc: Loc, callee: str):
+        self.path = path
+        self.loc = loc
+        self.callee = callee  # what was called, for messages: "utils.seed.set_seed"
 
 
-@dataclass
-class TraceEvent:
-    kind: str  # seed, determinism, env, env_read, cudnn, cuda, call
-    data: dict[str, Any]
-    path: str  # the file that holds `loc`
-    loc: Loc
-    via: tuple[Frame, ...] = ()
-    api: str | None = None  # the API that produced it: "torch.manual_seed", "lightning.Trainer"
+class TraceEvent(Plain):
+    _fields = ("kind", "data", "path", "loc", "via", "api")
+    __slots__ = _fields
+
+    def __init__(self, kind: str, data: dict[str, Any], path: str, loc: Loc, via: tuple[Frame, ...] = (), api: str | None = None):
+        self.kind = kind  # seed, determinism, env, env_read, cudnn, cuda, call
+        self.data = data
+        self.path = path  # the file that holds `loc`
+        self.loc = loc
+        self.via = via
+        self.api = api  # the API that produced it: "torch.manual_seed", "lightning.Trainer"
 
     def _anchor_frame(self) -> tuple[str, Loc, str | None]:
         # The deepest point still in the entry file: the event itself, or the
@@ -65,30 +74,45 @@ class TraceEvent:
         return self._anchor_frame()[2]
 
 
-@dataclass
-class Module:
-    path: str
-    name: str  # dotted, as imported
-    facts: ModuleFacts
+class Module(Plain):
+    _fields = ("path", "name", "facts")
+    __slots__ = _fields
+
+    def __init__(self, path: str, name: str, facts: ModuleFacts):
+        self.path = path
+        self.name = name  # dotted, as imported
+        self.facts = facts
 
 
-@dataclass
-class EntryTrace:
-    entry: Module
-    events: list[TraceEvent] = field(default_factory=list)  # in execution order
-    # Calls that may run but whose order is unknown: all of the entry module's
-    # functions, methods of classes it instantiates, class bodies.
-    reachable_calls: list[TraceEvent] = field(default_factory=list)
-    truncated: bool = False
+class EntryTrace(Plain):
+    _fields = ("entry", "events", "reachable_calls", "truncated")
+    __slots__ = _fields
+
+    def __init__(self, entry: Module):
+        self.entry = entry
+        self.events: list[TraceEvent] = []  # in execution order
+        # Calls that may run but whose order is unknown: all of the entry module's
+        # functions, methods of classes it instantiates, class bodies.
+        self.reachable_calls: list[TraceEvent] = []
+        self.truncated = False
 
 
 class Project:
     """Finds and caches modules, resolves qualified names, builds entry traces."""
 
-    def __init__(self, load_facts: Callable[[str, str], ModuleFacts], roots: list[Path]):
-        self._load_facts = load_facts  # (path, package) -> ModuleFacts
+    def __init__(self, load_facts: Callable[..., ModuleFacts], roots: list[Path], entry_dirs: list[Path] = ()):
+        # load_facts(path, package, keep_all=False) -> ModuleFacts; keep_all: record every call.
+        self._load_facts = load_facts
         self.roots = [r.resolve() for r in roots]
-        self._modules: dict[str, Module] = {}
+        # Every folder an import may be searched in: the roots, and each entry's own folder.
+        self._import_bases = list(dict.fromkeys([*(d.resolve() for d in entry_dirs), *self.roots]))
+        self._provided: dict[str, bool] = {}
+        # By (resolved path, package): relative imports, and so the facts, depend on the package.
+        self._facts: dict[tuple[str, str], ModuleFacts] = {}
+        self._any_facts: dict[str, ModuleFacts] = {}  # by path alone, for facts_of
+        # By (path, dotted name): a file reached under two names (as an entry, and as imported
+        # by a script) is named in messages as that script imports it, whatever ran first.
+        self._modules: dict[tuple[str, str], Module] = {}
         self._found: dict[tuple[str, tuple[Path, ...]], Module | None] = {}
         self._resolved: dict[tuple[str, str, tuple[Path, ...]], object] = {}
 
@@ -96,22 +120,50 @@ class Project:
 
     def module_at(self, path: Path, name: str) -> Module:
         key, package = _load_key(path, name)
-        mod = self._modules.get(key)
+        mod = self._modules.get((key, name))
         if mod is None:
-            mod = Module(key, name, self._load_facts(key, package))
-            self._modules[key] = mod
+            facts = self._facts.get((key, package))
+            if facts is None:
+                facts = self._load_facts(key, package)
+                if any(self._provides(lib) for lib in facts.dropped_libraries):
+                    # Calls into a package the project itself provides were left out as library
+                    # calls (see opscan.lint.relevance): read this module again with every call.
+                    facts = self._load_facts(key, package, keep_all=True)
+                self._facts[(key, package)] = facts
+                self._any_facts.setdefault(key, facts)
+            mod = self._modules[(key, name)] = Module(key, name, facts)
         return mod
 
+    def _provides(self, package: str) -> bool:
+        """Whether an import of `package` (or of a module under it) could find a project file."""
+        found = self._provided.get(package)
+        if found is None:
+            found = self._provided[package] = any(
+                (base / package).is_dir() or (base / f"{package}.py").is_file() for base in self._import_bases
+            )
+        return found
+
     def entry_module(self, path: Path) -> Module:
+        self._add_import_base(Path(path).resolve().parent)
         return self.module_at(path, self._dotted_name(path))
 
-    def entry_load_key(self, path: Path) -> tuple[str, str]:
-        """The (path, package) for which entry_module(path) will ask the loader, to build facts ahead."""
-        return _load_key(path, self._dotted_name(path))
+    def _add_import_base(self, folder: Path) -> None:
+        if folder in self._import_bases:
+            return
+        # Not announced up front: modules read so far were checked without this folder.
+        self._import_bases.append(folder)
+        self._provided.clear()
+        if any(self._provides(lib) for facts in self._facts.values() for lib in facts.dropped_libraries):
+            self._facts.clear()
+            self._any_facts.clear()
+            self._modules.clear()
+            self._found.clear()
+            self._resolved.clear()
 
-    def loaded_modules(self) -> list[Module]:
-        """Every module read so far: the entries and the project modules they reached."""
-        return list(self._modules.values())
+    def facts_of(self, path: str) -> ModuleFacts | None:
+        """The facts of a module read so far, by its resolved path."""
+        # Line texts and noqa comments, all that is asked for, do not depend on the package.
+        return self._any_facts.get(path)
 
     def _dotted_name(self, path: Path) -> str:
         resolved = path.resolve()

@@ -1,4 +1,4 @@
-"""The facts of many files are built in worker processes: the findings must not change."""
+"""Many files are linted in forked worker processes: the findings must not change."""
 
 from __future__ import annotations
 
@@ -35,14 +35,14 @@ def _findings(tree: Path, monkeypatch, *, parallel: bool, use_cache: bool = Fals
         monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 2)
         monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
         monkeypatch.setattr(engine, "_workers", lambda: 2)
-        real = engine._extract_in_processes
+        real = engine._lint_in_processes
 
-        def spy(jobs, workers):
-            results = real(jobs, workers)
+        def spy(linter, files, workers):
+            results = real(linter, files, workers)
             calls.append(results is not None)
             return results
 
-        monkeypatch.setattr(engine, "_extract_in_processes", spy)
+        monkeypatch.setattr(engine, "_lint_in_processes", spy)
     else:
         monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 10**9)
     with chdir(tree):
@@ -65,24 +65,51 @@ def test_parallel_run_fills_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path / "cache"))
     cold = _findings(tree, monkeypatch, parallel=True, use_cache=True)
     monkeypatch.setenv("OPSCAN_CACHE_DIR", str(tmp_path / "cache"))
-    assert list((tmp_path / "cache").glob("facts-*.pickle"))
+    assert list((tmp_path / "cache").glob("facts-*/*"))
     warm = _findings(tree, monkeypatch, parallel=False, use_cache=True)
     assert warm == cold == _findings(tree, monkeypatch, parallel=False)
 
 
-def test_no_fork_falls_back_to_serial(tmp_path, monkeypatch):
-    import multiprocessing
+def _parallel_findings(tree: Path, monkeypatch) -> list[dict]:
+    """A run with the thresholds lowered so that it forks, whatever happens then."""
+    monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "_workers", lambda: 3)
+    with chdir(tree):
+        report = engine.run(["."], Config(root=tree), torch_version=NEWEST_TORCH, use_cache=False)
+    return [f.to_dict() for f in report.sorted_findings()]
+
+
+def test_no_fork_lints_serially(tmp_path, monkeypatch):
+    tree = _corpus(tmp_path)
+    serial = _findings(tree, monkeypatch, parallel=False)
+    monkeypatch.delattr(engine.os, "fork")
+    assert _parallel_findings(tree, monkeypatch) == serial
+
+
+def test_fork_refused_lints_here(tmp_path, monkeypatch):
+    tree = _corpus(tmp_path)
+    serial = _findings(tree, monkeypatch, parallel=False)
+
+    def refuse():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(engine.os, "fork", refuse)
+    assert _parallel_findings(tree, monkeypatch) == serial
+
+
+def test_failing_child_is_linted_here(tmp_path, monkeypatch):
+    import os
 
     tree = _corpus(tmp_path)
     serial = _findings(tree, monkeypatch, parallel=False)
-    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
-    assert engine._extract_in_processes([("x.py", b"", "")], 2) is None
-    monkeypatch.undo()
+    parent = os.getpid()
+    real = engine._EntryLinter.lint
 
-    def refuse(*args, **kwargs):
-        raise OSError(38, "Function not implemented")  # e.g. no /dev/shm for the pool's semaphores
+    def lint_or_die_in_child(self, path):
+        if os.getpid() != parent:
+            raise RuntimeError("a worker that fails")
+        return real(self, path)
 
-    monkeypatch.setattr(multiprocessing.get_context("fork"), "Pool", refuse)
-    assert engine._extract_in_processes([("x.py", b"", "")], 2) is None
-    monkeypatch.undo()
-    assert _findings(tree, monkeypatch, parallel=False) == serial
+    monkeypatch.setattr(engine._EntryLinter, "lint", lint_or_die_in_child)
+    assert _parallel_findings(tree, monkeypatch) == serial
