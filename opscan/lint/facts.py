@@ -29,6 +29,9 @@ FACTS_VERSION = 3
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
+# No API or project module is named by more parts than this. A longer chain (`x.cuda().cuda()...`
+# thousands deep) is unknown: naming each of its calls would take time and memory quadratic in its length.
+_MAX_QUALNAME_PARTS = 64
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _ENV = "os.environ"
@@ -285,6 +288,8 @@ class _FactsBuilder:
                     base = f"{held}.{node.attr}"
                     break
             attrs.append(node.attr)
+            if len(attrs) > _MAX_QUALNAME_PARTS:
+                return None
             # torch.Generator().manual_seed, Fabric().seed_everything: through the call to what is called
             node = node.value.func if isinstance(node.value, ast.Call) else node.value
         if not base:

@@ -27,6 +27,7 @@ FIXED = (
 NETWORK_ERRORS = ("Failed to establish a new connection", "Temporary failure in name resolution", "Network is unreachable")
 
 pytestmark = pytest.mark.slow
+pytest.importorskip("pre_commit", reason="pre-commit is in requirements-test.txt; this interpreter lacks it")
 
 
 def _git(*args: str, cwd: Path) -> str:
