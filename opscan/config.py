@@ -130,10 +130,26 @@ def find_pyproject(paths: list[str]) -> Path | None:
     for folder in [common, *common.parents]:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
+            if not _may_configure_opscan(candidate):
+                continue
             data = _read_toml(candidate)
             if "opscan" in data.get("tool", {}):
                 return candidate
     return None
+
+
+def _may_configure_opscan(path: Path) -> bool:
+    """False only for a file that cannot hold [tool.opscan]: it never spells the name.
+
+    Most projects' pyproject.toml configures other tools only; this spares parsing
+    it (and importing tomllib) on every run. A TOML key can also be written with
+    unicode escapes, so a file with any escape is parsed regardless.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return True  # let _read_toml report it
+    return b"opscan" in raw or b"\\u" in raw or b"\\U" in raw
 
 
 def _read_toml(path: Path) -> dict:

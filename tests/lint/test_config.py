@@ -167,3 +167,24 @@ def test_exclusion_matches_the_glob_by_glob_rule(tmp_path_factory, patterns, rel
     cfg = Config(root=root)
     cfg.exclude, cfg.extend_exclude = [], patterns
     assert cfg.is_excluded(root / rel) == _excluded_by_fnmatch(rel, patterns)
+
+
+@pytest.mark.parametrize(
+    "text, configures",
+    [
+        ("[tool.black]\nline-length = 100\n", False),
+        ("[tool.opscan]\n", True),
+        ("[tool]\nopscan = { select = ['DET001'] }\n", True),
+        ('[tool."\\u006fpscan"]\nselect = ["DET001"]\n', True),  # the name spelled with an escape
+    ],
+)
+def test_pyproject_without_the_name_is_not_parsed_but_escapes_are(tmp_path, monkeypatch, text, configures):
+    from opscan import config
+
+    (tmp_path / "pyproject.toml").write_text(text)
+    parsed = []
+    real = config._read_toml
+    monkeypatch.setattr(config, "_read_toml", lambda path: parsed.append(path) or real(path))
+    found = config.find_pyproject([str(tmp_path)])
+    assert (found is not None) == configures
+    assert bool(parsed) == configures
