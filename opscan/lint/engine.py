@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 from opscan.config import Config
@@ -177,6 +178,9 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
     that fails is not an error: its share is linted here instead.
     """
     if not hasattr(os, "fork"):  # Windows: spawning would re-import everything
+        return None
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:  # a host with threads (an IDE, a server): forking it may deadlock
         return None
     import pickle
 

@@ -113,3 +113,22 @@ def test_failing_child_is_linted_here(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engine._EntryLinter, "lint", lint_or_die_in_child)
     assert _parallel_findings(tree, monkeypatch) == serial
+
+
+def test_a_process_with_threads_lints_serially(tmp_path, monkeypatch):
+    import threading
+
+    tree = _corpus(tmp_path)
+    serial = _findings(tree, monkeypatch, parallel=False)
+    forks = []
+    real_fork = engine.os.fork
+    monkeypatch.setattr(engine.os, "fork", lambda: forks.append(1) or real_fork())
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        assert _parallel_findings(tree, monkeypatch) == serial
+    finally:
+        release.set()
+        worker.join()
+    assert forks == []
