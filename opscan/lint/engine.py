@@ -1,6 +1,9 @@
 """Run lint: discover files, read facts (cached), trace each entry, run the rules, filter.
 
 files -> facts -> project links -> findings -> (noqa, select/ignore) -> Report
+
+Each entry file is linted on its own through one Project; many files are
+shared among forked worker processes, which send back their findings.
 """
 
 from __future__ import annotations
@@ -189,8 +192,14 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
     for share in shares[1:]:
         try:
             read_end, write_end = os.pipe()
+        except OSError:  # out of descriptors: what is not shared out is linted here
+            shares[0] += share
+            continue
+        try:
             pid = os.fork()
-        except OSError:  # no more processes or descriptors: what is not shared out is linted here
+        except OSError:  # out of processes: likewise
+            os.close(read_end)
+            os.close(write_end)
             shares[0] += share
             continue
         if pid == 0:  # the child: never returns into the caller
