@@ -379,3 +379,22 @@ def test_lint_imports_neither_torch_nor_libcst_nor_tabulate(project, args):
     )
     heavy = [line for line in proc.stderr.splitlines() if line.startswith("HEAVY=")]
     assert heavy == ["HEAVY="], proc.stderr
+
+
+_STDLIB_PROBE = _PROBE.replace(
+    '("torch", "libcst", "tabulate", "numpy", "torchvision")',
+    '("dataclasses", "inspect", "typing", "shutil", "multiprocessing", "hashlib", "tomllib", "tokenize", "pickle")',
+)
+
+
+def test_lint_start_up_skips_the_costly_standard_modules(tmp_path):
+    """Each of these cost lint milliseconds of start-up that ruff's whole run fits in (BENCHMARKS.md)."""
+    (tmp_path / "train.py").write_text("import torch\n\ntorch.manual_seed(0)\n")  # no pyproject.toml: nothing to parse
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPSCAN_")}
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _STDLIB_PROBE, "lint", "--no-cache", "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert "DET001" in proc.stdout
+    heavy = [line for line in proc.stderr.splitlines() if line.startswith("HEAVY=")]
+    assert heavy == ["HEAVY="], proc.stderr
