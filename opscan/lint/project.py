@@ -114,7 +114,7 @@ class Project:
         # by a script) is named in messages as that script imports it, whatever ran first.
         self._modules: dict[tuple[str, str], Module] = {}
         self._found: dict[tuple[str, tuple[Path, ...]], Module | None] = {}
-        self._resolved: dict[tuple[str, str, tuple[Path, ...]], object] = {}
+        self._resolved: dict[tuple[str, str, str, tuple[Path, ...]], object] = {}
 
     # -- modules --------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class Project:
         ("class", Module, ClassFacts) or None."""
         if depth > 8 or not qualname:
             return None
-        key = (qualname, mod.path, tuple(search))
+        key = (qualname, mod.path, mod.name, tuple(search))  # the name: results carry modules named as reached
         if key not in self._resolved:
             self._resolved[key] = self._resolve(qualname, mod, search, depth)
         return self._resolved[key]
