@@ -574,14 +574,27 @@ class _FactsBuilder:
         if class_name is not None and params and params[0] in ("self", "cls"):
             inner.shadowed.discard(params[0])
         facts = FunctionFacts(qualname, loc_of(node), params=tuple(params))
-        outer_no_grad = self.no_grad_depth
         decorated_no_grad = any(
             self.qualify(d.func if isinstance(d, ast.Call) else d, scope) in _NO_GRAD for d in node.decorator_list
         )
+        # The body runs when the function is called, and Python looks its names up then: after
+        # the rest of the enclosing body (a `main()` at the top may call helpers defined below it).
+        self._deferred.append((node, inner, facts, decorated_no_grad))
+
+    def _walk_function(self, node, inner: _Scope, facts: FunctionFacts, decorated_no_grad: bool) -> None:
+        outer_no_grad, outer_deferred = self.no_grad_depth, self._deferred
         self.no_grad_depth = 1 if decorated_no_grad else 0
-        self.body(node.body, inner, facts.events, prefix=f"{qualname}.")
-        self.no_grad_depth = outer_no_grad
-        self.facts.functions[qualname] = facts
+        self._deferred = []
+        self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
+        self._walk_deferred()  # functions defined inside, once this body's names are all bound
+        self.no_grad_depth, self._deferred = outer_no_grad, outer_deferred
+        self.facts.functions[facts.qualname] = facts
+
+    def _walk_deferred(self) -> None:
+        while self._deferred:
+            pending, self._deferred = self._deferred, []
+            for item in pending:
+                self._walk_function(*item)
 
     def class_def(self, node: ast.ClassDef, scope: _Scope, prefix: str) -> None:
         qualname = f"{prefix}{node.name}"
@@ -603,8 +616,10 @@ class _FactsBuilder:
 
     def run(self, tree: ast.Module) -> None:
         self._class_body_events: list[Event] = []
+        self._deferred = []
         out: list[Event] = []
         self.body(tree.body, self.module_scope, out, prefix="")
+        self._walk_deferred()  # function and method bodies see the module as it is once it has run
         self.facts.body = out
         if self._class_body_events:
             # Calls in class bodies (layers built as class attributes) are reachable, not ordered.
