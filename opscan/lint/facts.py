@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 4
+FACTS_VERSION = 5
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -55,6 +55,9 @@ class Event(Plain):
       env_read  var                                   -- the variable is looked at
       cudnn     flag, value                           -- torch.backends.cudnn.<flag> = value
       cuda      what                                  -- work that starts CUDA (.cuda(), .to("cuda"), device="cuda")
+      import    modules                               -- dotted modules an import statement may load, in order
+      guard     when ("main"|"import"), begin (bool)  -- around the events of `if __name__ == "__main__":`
+                                                         (run as a script) and of its else branch (imported)
     """
 
     _fields = ("kind", "loc", "data")
@@ -95,7 +98,7 @@ class ModuleFacts(Plain):
     def __init__(self, path: str, error: str | None = None):
         self.path = path
         self.aliases: dict[str, str] = {}  # module-level name -> qualified name
-        self.body: list[Event] = []  # what runs when the file runs as a script
+        self.body: list[Event] = []  # what runs at the top level; "guard" events mark script-only and import-only parts
         self.functions: dict[str, FunctionFacts] = {}
         self.classes: dict[str, ClassFacts] = {}
         self.noqa: dict[int, frozenset[str] | None] = {}  # line -> codes, None = all
@@ -296,7 +299,13 @@ class _FactsBuilder:
             return None
         return ".".join([base, *reversed(attrs)])
 
-    def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
+    def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> tuple[str, ...]:
+        """Bind the names an import statement binds; return the modules it may load, in order.
+
+        `import a.b` loads a, then a.b; `from a import b` loads a, and a.b if that is a
+        module. Each loaded module's top level runs then (the linker follows project ones).
+        """
+        loads: list[str] = []
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -304,20 +313,28 @@ class _FactsBuilder:
                 else:
                     top = alias.name.split(".")[0]
                     scope.aliases[top] = top
-            return
+                parts = alias.name.split(".")
+                loads += (".".join(parts[: i + 1]) for i in range(len(parts)))
+            return tuple(dict.fromkeys(loads))
         if node.level:
             parts = self.package.split(".") if self.package else []
             if node.level - 1 > len(parts):
-                return
+                return ()
             base_parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
             module = ".".join(base_parts + ([node.module] if node.module else []))
             module = module or "."  # relative import from a top-level script's folder
         else:
             module = node.module or ""
+        if module != ".":
+            parts = module.split(".")
+            loads += (".".join(parts[: i + 1]) for i in range(len(parts)))
         for alias in node.names:
             if alias.name == "*":
                 continue
-            scope.aliases[alias.asname or alias.name] = f"{module}.{alias.name}" if module != "." else alias.name
+            qualname = f"{module}.{alias.name}" if module != "." else alias.name
+            scope.aliases[alias.asname or alias.name] = qualname
+            loads.append(qualname)  # a submodule, if there is such a file
+        return tuple(dict.fromkeys(loads))
 
     # -- events ------------------------------------------------------------
 
@@ -477,7 +494,9 @@ class _FactsBuilder:
             if stmt.value is not None:
                 self.expression_events(stmt.value, scope, out)
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            self._import(stmt, scope)
+            loads = self._import(stmt, scope)
+            if loads:
+                out.append(Event("import", loc_of(stmt), {"modules": loads}))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for d in stmt.decorator_list:
                 self.expression_events(d, scope, out)
@@ -500,7 +519,12 @@ class _FactsBuilder:
         elif isinstance(stmt, ast.If):
             self.expression_events(stmt.test, scope, out)
             if _is_main_guard(stmt.test) and scope is self.module_scope:
-                self.body(stmt.body, scope, out, prefix)  # the else branch never runs for a script
+                # The block runs when the file runs as a script, its else branch when it is imported.
+                for when, block in (("main", stmt.body), ("import", stmt.orelse)):
+                    if block:
+                        out.append(Event("guard", loc_of(stmt), {"when": when, "begin": True}))
+                        self.body(block, scope, out, prefix)
+                        out.append(Event("guard", loc_of(stmt), {"when": when, "begin": False}))
             else:
                 self.body(stmt.body, scope, out, prefix)
                 self.body(stmt.orelse, scope, out, prefix)

@@ -3,7 +3,8 @@
 An entry point is a linted file run as a script: its top level, its
 `if __name__ == "__main__":` block and, transitively, the project functions
 and methods those call, including ones imported from the project's other
-modules. Calls of modelled APIs (torch, numpy, random, os, and the framework
+modules, and the top level of each project module it imports (once, when the
+import runs, without that module's `__main__` block). Calls of modelled APIs (torch, numpy, random, os, and the framework
 helpers) become effects at the call site. The result is an ordered trace of
 events, each remembering the chain of call sites that led to it from the entry.
 """
@@ -297,6 +298,7 @@ class _Walker:
         self.stack: set[tuple[str, str]] = set()
         self.walked: set[tuple[str, str]] = set()
         self.classes: dict[tuple[str, str], tuple[Module, ClassFacts]] = {}
+        self.loaded: set[str] = {result.entry.path}  # modules whose top level has run (the entry runs as __main__)
 
     def emit(self, event: TraceEvent) -> None:
         if len(self.result.events) >= MAX_EVENTS:
@@ -304,10 +306,22 @@ class _Walker:
             return
         self.result.events.append(event)
 
-    def walk(self, mod: Module, events, via: tuple[Frame, ...]) -> None:
+    def walk(self, mod: Module, events, via: tuple[Frame, ...], imported: bool = False) -> None:
+        """Follow events in order; `imported`: the module body runs on import, not as a script."""
+        skipping = 0  # depth inside guard blocks that do not run this way
         for ev in events:
-            if ev.kind != "call":
-                self.emit(TraceEvent(ev.kind, ev.data, mod.path, ev.loc, via, ev.data.get("api")))
+            kind = ev.kind
+            if kind == "guard":
+                if (ev.data["when"] == "main") == imported:
+                    skipping += 1 if ev.data["begin"] else -1
+                continue
+            if skipping:
+                continue
+            if kind == "import":
+                self.load(mod, ev, via)
+                continue
+            if kind != "call":
+                self.emit(TraceEvent(kind, ev.data, mod.path, ev.loc, via, ev.data.get("api")))
                 continue
             qualname = ev.data["qualname"]
             target = self.project.resolve(qualname, mod, self.search) if qualname else None
@@ -316,6 +330,17 @@ class _Walker:
                 ref_target = self.project.resolve(ref, mod, self.search)
                 if ref_target and ref_target[0] == "function":
                     self.enter(mod, ev, ref_target[1], ref_target[2], via)
+
+    def load(self, mod: Module, ev, via: tuple[Frame, ...]) -> None:
+        """Run the top level of each project module an import loads, once per process, as Python does."""
+        if len(via) >= MAX_DEPTH:
+            return
+        for dotted in ev.data["modules"]:
+            target = self.project.find_module(dotted, self.search)
+            if target is None or target.path in self.loaded:
+                continue
+            self.loaded.add(target.path)
+            self.walk(target, target.facts.body, via + (Frame(mod.path, ev.loc, target.name),), imported=True)
 
     def call(self, mod: Module, ev, qualname, target, via) -> None:
         if target is None:
