@@ -58,6 +58,8 @@ class FactsCache:
         key = self._key(data, package, variant)
         self.used.add(key)
         target = self.folder / key
+        # Not fsutil.atomic_write_bytes: a cache entry needs no fsync (a torn one is rebuilt),
+        # and a name per process lets worker processes write the same entry at once.
         temp = self.folder / f".{key}.{os.getpid()}.tmp"
         try:
             if not self.wrote:
@@ -78,8 +80,9 @@ class FactsCache:
         if not gitignore.exists():
             gitignore.write_text("# Automatically created by opscan.\n*\n")
 
-    def prune(self, used: set[str]) -> None:
+    def prune(self) -> None:
         """Delete entries this run did not use, once there are many more of them than it used."""
+        used = self.used
         try:
             with os.scandir(self.folder) as it:
                 names = [e.name for e in it if not e.name.startswith(".")]

@@ -291,7 +291,7 @@ def run(
                 seen.add(key)
                 report.findings.append(f)
     if cache is not None:
-        cache.prune(cache.used)
+        cache.prune()
     return report
 
 

@@ -3,8 +3,8 @@
 A module's facts are its import aliases, the functions and classes it defines,
 and, for the module body and each function, the ordered list of events that
 matter for reproducibility: calls (with their literal arguments; with a
-CallFilter, only the calls that can matter), writes and reads of environment
-variables, cuDNN flag assignments and CUDA work. Nothing
+CallFilter, only the calls that can matter), imports, writes and reads of
+environment variables, cuDNN flag assignments and CUDA work. Nothing
 here knows about rules or other modules; `project` links modules and `rules`
 judge. The result is plain data, so it is cached by file content.
 """
@@ -153,7 +153,7 @@ _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _node_fields(cls: type) -> tuple[str, ...]:
-    if isinstance(cls, type) and issubclass(cls, ast.AST):
+    if issubclass(cls, ast.AST):
         fields = tuple(f for f in reversed(cls._fields) if f not in _LEAF_FIELDS)
     else:  # not a node (a stray value in an unexpected field): nothing inside
         fields = ()
@@ -206,6 +206,12 @@ def _mentions_cuda(node: ast.AST) -> bool:
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.startswith("cuda"):
             return True
     return False
+
+
+def _with_parents(dotted: str) -> list[str]:
+    """'a.b.c' -> ['a', 'a.b', 'a.b.c']: importing a module loads its packages first."""
+    parts = dotted.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _is_main_guard(test: ast.AST) -> bool:
@@ -313,8 +319,7 @@ class _FactsBuilder:
                 else:
                     top = alias.name.split(".")[0]
                     scope.aliases[top] = top
-                parts = alias.name.split(".")
-                loads += (".".join(parts[: i + 1]) for i in range(len(parts)))
+                loads += _with_parents(alias.name)
             return tuple(dict.fromkeys(loads))
         if node.level:
             parts = self.package.split(".") if self.package else []
@@ -326,8 +331,7 @@ class _FactsBuilder:
         else:
             module = node.module or ""
         if module != ".":
-            parts = module.split(".")
-            loads += (".".join(parts[: i + 1]) for i in range(len(parts)))
+            loads += _with_parents(module)
         for alias in node.names:
             if alias.name == "*":
                 continue

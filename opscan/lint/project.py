@@ -1,12 +1,13 @@
 """The project pass: link module facts into what executes from each entry point.
 
 An entry point is a linted file run as a script: its top level, its
-`if __name__ == "__main__":` block and, transitively, the project functions
-and methods those call, including ones imported from the project's other
-modules, and the top level of each project module it imports (once, when the
-import runs, without that module's `__main__` block). Calls of modelled APIs (torch, numpy, random, os, and the framework
-helpers) become effects at the call site. The result is an ordered trace of
-events, each remembering the chain of call sites that led to it from the entry.
+`if __name__ == "__main__":` block and, transitively, the project functions and
+methods those call, including ones imported from the project's other modules,
+and the top level of each project module it imports (once, when the import
+runs, without that module's `__main__` block). Calls of modelled APIs (torch,
+numpy, random, os, and the framework helpers) become effects at the call site.
+The result is an ordered trace of events, each remembering the chain of call
+sites that led to it from the entry.
 """
 
 from __future__ import annotations
