@@ -1,6 +1,6 @@
 """opscan: find why a seeded PyTorch run is not reproducible, and what it takes to make it so."""
 
-__version__ = "0.1.0"
+from opscan._version import __version__
 
 __all__ = ["__version__", "trace"]
 

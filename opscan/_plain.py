@@ -37,3 +37,26 @@ class Frozen(Plain):
     def __hash__(self) -> int:
         names = self._fields if self._compared is None else self._compared
         return hash(tuple(getattr(self, n) for n in names))
+
+
+class _Unknown:
+    """A value that cannot be known statically. A singleton that survives pickling."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __reduce__(self):
+        return (_Unknown, ())
+
+    def __repr__(self):
+        return "UNKNOWN"
+
+    def __bool__(self):
+        raise TypeError("UNKNOWN has no truth value; test `is UNKNOWN` first")
+
+
+UNKNOWN = _Unknown()

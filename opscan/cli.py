@@ -10,13 +10,13 @@ import importlib
 import os
 import sys
 
-from opscan import __version__
+from opscan._version import __version__
 
 # subcommand -> module with add_arguments(parser) and run(args) -> int.
 # Each module must be cheap to import: no torch, no libcst at import time.
 COMMANDS = {
-    "lint": ("opscan.lint.command", "Static check of training scripts (no torch needed)."),
-    "scan": ("opscan.trace.command", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
+    "lint": ("opscan.commands.lint", "Static check of training scripts (no torch needed)."),
+    "scan": ("opscan.commands.scan", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -81,32 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
-
-
-def write_output(text: str, output_file: str | None) -> None:
-    """Write a rendered report to stdout, or atomically to a file.
-
-    Paths that are not valid UTF-8 reach us as lone surrogates, and a terminal
-    may not show every character: neither is worth a traceback.
-    """
-    if output_file is None or output_file == "-":
-        try:
-            sys.stdout.write(text)
-        except UnicodeEncodeError:  # nothing was written: the whole string is encoded first
-            buffer = getattr(sys.stdout, "buffer", None)
-            if buffer is None:
-                raise
-            sys.stdout.flush()
-            buffer.write(text.encode(sys.stdout.encoding or "utf-8", "backslashreplace"))
-        sys.stdout.flush()
-        return
-    from opscan.fsutil import atomic_write_bytes
-
-    try:
-        data = text.encode("utf-8", "surrogateescape")  # a file name's own bytes, as the OS gave them
-    except UnicodeEncodeError:
-        data = text.encode("utf-8", "backslashreplace")
-    atomic_write_bytes(output_file, data)
 
 
 if __name__ == "__main__":

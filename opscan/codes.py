@@ -3,20 +3,16 @@
 A rule's documentation lives in its own module's docstring, ruff-style:
 a first line `CODE name: summary`, then `## What it does`, `## Why is this bad?`,
 `## Example`, `## Use instead` and `## Fix` sections. This module turns those
-into RuleInfo for `--help`, SARIF and docs/rules.md. It imports no torch.
+into RuleInfo for `--help`, SARIF and docs/rules.md. It is base-layer code:
+each engine keeps its own registry (`opscan.lint.rules.RULES`,
+`opscan.trace.codes.RULE`), and `opscan.registry` joins them for the commands.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 import re
 
 from opscan._plain import Frozen
-
-# Modules whose docstrings document one code each. Lint rules, then the tracer's.
-_RULE_MODULES = tuple(f"opscan.lint.rules.det{n:03d}" for n in range(10)) + ("opscan.trace.codes",)
-
 
 class RuleInfo(Frozen):
     _fields = ("code", "name", "summary", "sections", "severity", "command")
@@ -64,25 +60,6 @@ def parse_doc(doc: str, *, severity: str = "error", command: str = "lint") -> Ru
         title, _, body = block.partition("\n")
         sections.append((title.strip(), body.strip()))
     return RuleInfo(m["code"], m["name"], m["summary"].strip(), tuple(sections), severity, command)
-
-
-@functools.lru_cache(maxsize=None)
-def all_rules() -> dict[str, RuleInfo]:
-    """Every documented code, in code order."""
-    rules = {}
-    for name in _RULE_MODULES:
-        module = importlib.import_module(name)
-        for info in getattr(module, "RULES", None) or [module.RULE]:
-            rules[info.code] = info
-    return dict(sorted(rules.items()))
-
-
-def rule_info(code: str) -> RuleInfo | None:
-    return all_rules().get(code)
-
-
-def lint_codes() -> list[str]:
-    return [c for c, info in all_rules().items() if info.command == "lint"]
 
 
 class UnknownCodeError(ValueError):

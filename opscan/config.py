@@ -71,7 +71,7 @@ class Config:
             where = f" in {self.source}" if self.source else ""
             raise ConfigError(f"{exc}{where}") from None
         if self.torch_version is not None:
-            from opscan.rules import parse_version
+            from opscan.versions import parse_version
 
             try:
                 parse_version(self.torch_version)

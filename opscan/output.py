@@ -1,15 +1,17 @@
 """Formatters shared by every command: text, json, sarif, github, markdown, html.
 
-`render(report, fmt)` returns the whole output as one string, so a command
-can write it to stdout or atomically to a file.
+`render(report, fmt)` returns the whole output as one string; `write(text,
+path)` puts it on stdout or atomically into a file. Every formatter reads only
+the Report's shape (findings, tables, env, errors, notices), never which
+command made it, so a new command needs no change here.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from opscan import __version__
-from opscan.findings import Finding, Report
+from opscan._version import __version__
+from opscan.findings import Finding, Report, Table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -31,7 +33,35 @@ def render(report: Report, fmt: str, *, statistics: bool = False) -> str:
     return renderer(report)
 
 
-# ---------------------------------------------------------------- text
+def write(text: str, output_file: str | None) -> None:
+    """Write a rendered report to stdout, or atomically to a file (never half a file).
+
+    Paths that are not valid UTF-8 reach us as lone surrogates, and a terminal
+    may not show every character: neither is worth a traceback.
+    """
+    import sys
+
+    if output_file is None or output_file == "-":
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # nothing was written: the whole string is encoded first
+            buffer = getattr(sys.stdout, "buffer", None)
+            if buffer is None:
+                raise
+            sys.stdout.flush()
+            buffer.write(text.encode(sys.stdout.encoding or "utf-8", "backslashreplace"))
+        sys.stdout.flush()
+        return
+    from opscan.fsutil import atomic_write_bytes
+
+    try:
+        data = text.encode("utf-8", "surrogateescape")  # a file name's own bytes, as the OS gave them
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "backslashreplace")
+    atomic_write_bytes(output_file, data)
+
+
+# ---------------------------------------------------------------- shared pieces
 
 
 def _location(f: Finding) -> str:
@@ -40,92 +70,98 @@ def _location(f: Finding) -> str:
     return f"{f.path}:{f.line}:{f.col}: "
 
 
-def _text(report: Report) -> str:
-    if report.command == "lint":
-        return _text_lint(report)
-    return _text_table(report)
+def _cell(value) -> str:
+    """A table value as text: floats to 4 significant digits, None as blank."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    return str(value)
 
 
-def _text_lint(report: Report) -> str:
-    lines = []
-    findings = report.sorted_findings()
-    for f in findings:
-        mark = "[*] " if f.fix and f.fix.applicability == "safe" else ""
-        lines.append(f"{_location(f)}{f.code} {mark}{f.message}")
-    lines.extend(report.notices)
+def _env_value(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return "" if value is None else str(value)
+
+
+def _summary(report: Report, findings: list[Finding]) -> list[str]:
+    """The closing lines, ruff's wording; a run that something stopped says so instead of passing."""
     n = len(findings)
-    if n == 0:
+    lines = []
+    if report.errors:
+        stopped = len(report.errors)
+        found = f"found {n} error{'s' if n != 1 else ''} in the rest" if n else "nothing found in the rest"
+        lines.append(f"{stopped} problem{'s' if stopped != 1 else ''} stopped part of the run; {found}.")
+    elif n == 0:
         lines.append("All checks passed!")
     else:
         lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
-        safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
-        unsafe = sum(1 for f in findings if f.fix and f.fix.applicability != "safe")
-        if safe:
-            lines.append(f"[*] {safe} fixable with the `--fix` option.")
-        if unsafe:
-            lines.append(
-                f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option."
-            )
-    return "\n".join(lines) + "\n"
+    safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
+    unsafe = sum(1 for f in findings if f.fix and f.fix.applicability != "safe")
+    if safe:
+        lines.append(f"[*] {safe} fixable with the `--fix` option.")
+    if unsafe:
+        lines.append(f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
+    return lines
 
 
-_TABLE_COLUMNS = (
-    ("target", "target"),
-    ("op", "op"),
-    ("phase", "phase"),
-    ("module", "module"),
-    ("where", None),
-    ("count", "count"),
-    ("remedy", "remedy"),
-)
+# ---------------------------------------------------------------- text
 
 
-def _rows(report: Report) -> tuple[list[str], list[list[str]]]:
-    findings = report.sorted_findings()
-    keys = [(title, key) for title, key in _TABLE_COLUMNS if key is None or any(key in f.extra for f in findings)]
-    if not any(key == "op" for _, key in keys):
-        keys = [("code", "code"), ("where", None), ("message", "message")]
-    rows = []
-    for f in findings:
-        row = []
-        for _, key in keys:
-            if key is None:
-                row.append(f"{f.path}:{f.line}" if f.path else "")
-            elif key == "code":
-                row.append(f.code)
-            elif key == "message":
-                row.append(f.message)
-            else:
-                row.append(str(f.extra.get(key, "")))
-        rows.append(row)
-    return [title for title, _ in keys], rows
-
-
-def _text_table(report: Report) -> str:
-    from tabulate import tabulate
-
+def _text(report: Report) -> str:
     out = []
     if report.env:
-        out.append(" ".join(f"{k}={v}" for k, v in report.env.items() if not isinstance(v, (dict, list))))
-    headers, rows = _rows(report)
-    if rows:
-        out.append(tabulate(rows, headers=headers, tablefmt="simple", maxcolwidths=[None] * (len(headers) - 1) + [60]))
+        out.append(" ".join(f"{k}={_env_value(v)}" for k, v in report.env.items()))
+    findings = report.sorted_findings()
+    for f in findings:
+        mark = "[*] " if f.fix and f.fix.applicability == "safe" else ""
+        out.append(f"{_location(f)}{f.code} {mark}{f.message}")
+        if f.help:
+            out.append(f"  help: {f.help}")
+        if f.help_code:
+            out.extend("    " + line if line else "" for line in f.help_code.rstrip("\n").split("\n"))
+    for table in report.tables:
+        out.extend(_text_table(table))
     out.extend(report.notices)
     for err in report.errors:
-        out.append(f"error: {err.get('message', err)}")
-    n = len(report.findings)
-    out.append(f"Found {n} finding{'s' if n != 1 else ''}." if n else "No findings.")
+        out.append(f"error: {err.message}")
+    out.extend(_summary(report, findings))
     return "\n".join(out) + "\n"
 
 
-def _statistics(report: Report) -> str:
-    from opscan.codes import rule_info
+def _text_table(table: Table) -> list[str]:
+    from tabulate import tabulate
 
+    lines = ["", f"{table.title}:"]
+    if table.rows:
+        lines.append(
+            tabulate(
+                [[_cell(v) for v in row] for row in table.rows],
+                headers=[c.title for c in table.columns],
+                tablefmt="simple",
+                colalign=[c.align for c in table.columns],
+                disable_numparse=True,
+            )
+        )
+    else:
+        lines.append("(none)")
+    if table.note:
+        lines.append(table.note)
+    lines.append("")
+    return lines
+
+
+def _statistics(report: Report) -> str:
     counts = Counter(f.code for f in report.findings)
     fixable = Counter(f.code for f in report.findings if f.fix and f.fix.applicability == "safe")
     lines = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        info = rule_info(code)
+        info = report.rule(code)
         mark = "[*]" if fixable[code] else "   "
         lines.append(f"{n:5d}\t{code}\t{mark} {info.name if info else ''}")
     if not lines:
@@ -139,10 +175,9 @@ def _statistics(report: Report) -> str:
 def _json(report: Report) -> str:
     import json
 
-    findings = [f.to_dict() for f in report.sorted_findings()]
-    if report.command == "lint":
-        return json.dumps(findings, indent=2) + "\n"
-    return json.dumps({"findings": findings, "env": report.env, "errors": report.errors}, indent=2, default=str) + "\n"
+    if report.flat_json:  # ruff's contract: a bare list of findings
+        return json.dumps([f.to_dict() for f in report.sorted_findings()], indent=2) + "\n"
+    return json.dumps(report.to_dict(), indent=2, default=str) + "\n"
 
 
 # ---------------------------------------------------------------- github
@@ -164,7 +199,10 @@ def _github(report: Report) -> str:
             props += [f"file={_gh_escape(f.path, True)}", f"line={f.line}", f"col={f.col}"]
             props += [f"endLine={f.end_line or f.line}", f"endColumn={f.end_col or f.col}"]
         props.append(f"title={_gh_escape('opscan (' + f.code + ')', True)}")
-        lines.append(f"::{level} {','.join(props)}::{_gh_escape(f.code + ' ' + f.message)}")
+        text = f.code + " " + f.message + (f"\n{f.help}" if f.help else "")
+        lines.append(f"::{level} {','.join(props)}::{_gh_escape(text)}")
+    for err in report.errors:
+        lines.append(f"::error title=opscan::{_gh_escape(err.message)}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -184,7 +222,7 @@ def _fingerprints(findings: list[Finding]) -> list[str]:
     seen: Counter = Counter()
     out = []
     for f in findings:
-        anchor = f.extra.get("line_text") or f.message
+        anchor = f.line_text or f.message
         digest = hashlib.sha256(f"{f.code}\0{f.path}\0{anchor}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
         seen[digest] += 1
         out.append(f"{digest}:{seen[digest]}")
@@ -194,14 +232,12 @@ def _fingerprints(findings: list[Finding]) -> list[str]:
 def _sarif(report: Report) -> str:
     import json
 
-    from opscan.codes import rule_info
-
     findings = report.sorted_findings()
-    codes = sorted({f.code for f in findings} | set(report.env.get("rules_run", [])))
+    codes = sorted({f.code for f in findings})
     rules = []
     index = {}
     for code in codes:
-        info = rule_info(code)
+        info = report.rule(code)
         index[code] = len(rules)
         rule = {"id": code}
         if info:
@@ -219,11 +255,12 @@ def _sarif(report: Report) -> str:
         rules.append(rule)
     results = []
     for f, fingerprint in zip(findings, _fingerprints(findings)):
+        text = f.message + (f" {f.help}" if f.help else "")
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": _sarif_level(f.severity),
-            "message": {"text": f.message},
+            "message": {"text": text},
             "partialFingerprints": {"primaryLocationLineHash": fingerprint},
         }
         if f.path:
@@ -240,28 +277,35 @@ def _sarif(report: Report) -> str:
                     }
                 }
             ]
-        props = {k: v for k, v in f.extra.items() if isinstance(v, (str, int, float, bool)) and not k.startswith("_")}
+        props = {k: v for k, v in f.properties.items() if isinstance(v, (str, int, float, bool))}
+        if f.help_code:
+            props["help_code"] = f.help_code
+        if f.line_text is not None:
+            props["line_text"] = f.line_text
         if props:
             result["properties"] = props
         results.append(result)
-    doc = {
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "opscan",
-                        "version": __version__,
-                        "semanticVersion": __version__,
-                        "informationUri": INFO_URI,
-                        "rules": rules,
-                    }
-                },
-                "results": results,
+    run: dict = {
+        "tool": {
+            "driver": {
+                "name": "opscan",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFO_URI,
+                "rules": rules,
             }
-        ],
+        },
+        "results": results,
     }
+    if report.errors:
+        # Errors are not results: SARIF's place for them is the invocation's notifications.
+        run["invocations"] = [
+            {
+                "executionSuccessful": False,
+                "toolExecutionNotifications": [{"level": "error", "message": {"text": e.message}} for e in report.errors],
+            }
+        ]
+    doc = {"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0", "runs": [run]}
     return json.dumps(doc, indent=2) + "\n"
 
 
@@ -269,55 +313,211 @@ def _sarif_level(severity: str) -> str:
     return {"error": "error", "warning": "warning"}.get(severity, "note")
 
 
-# ---------------------------------------------------------------- markdown / html
-
-
-def _markdown(report: Report) -> str:
-    headers, rows = _rows(report)
-    out = [f"# opscan {report.command}", ""]
-    if report.env:
-        out += ["| | |", "|---|---|"]
-        out += [f"| {k} | {_md_cell(v)} |" for k, v in report.env.items()]
-        out.append("")
-    if rows:
-        out.append("| " + " | ".join(headers) + " |")
-        out.append("|" + "---|" * len(headers))
-        out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
-    else:
-        out.append("No findings.")
-    for err in report.errors:
-        out.append(f"\n**error:** {_md_cell(err.get('message', err))}")
-    return "\n".join(out) + "\n"
+# ---------------------------------------------------------------- markdown
 
 
 def _md_cell(value) -> str:
-    return str(value).replace("|", "\\|").replace("\n", "<br>")
+    return _cell(value).replace("|", "\\|").replace("\n", "<br>")
 
 
-def _html(report: Report) -> str:
-    headers, rows = _rows(report)
+def _md_table(headers: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(_md_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _finding_rows(findings: list[Finding]) -> tuple[list[str], list[list]]:
+    """Findings as a table: the same columns for every command, help only where some finding has it."""
+    headers = ["code", "where", "message"]
+    with_help = any(f.help or f.help_code for f in findings)
+    if with_help:
+        headers.append("help")
+    rows = []
+    for f in findings:
+        row = [f.code, f"{f.path}:{f.line}" if f.path else "", f.message]
+        if with_help:
+            row.append(f.help)
+        rows.append(row)
+    return headers, rows
+
+
+def _markdown(report: Report) -> str:
+    findings = report.sorted_findings()
+    out = [f"# opscan {report.command}", ""]
+    if report.env:
+        out += _md_table(["", ""], [[k, _env_value(v)] for k, v in report.env.items()])
+        out.append("")
+    if findings:
+        out.append("## Findings")
+        out.append("")
+        headers, rows = _finding_rows(findings)
+        out += _md_table(headers, rows)
+        out.append("")
+        for f in findings:
+            if f.help_code:
+                where = f"{f.path}:{f.line}" if f.path else f.code
+                out += [f"**{_md_cell(where)}** ({f.code}):", "", "```python", f.help_code.rstrip("\n"), "```", ""]
+    for table in report.tables:
+        out += [f"## {table.title}", ""]
+        out += _md_table([c.title for c in table.columns], [list(row) for row in table.rows]) if table.rows else ["(none)"]
+        if table.note:
+            out += ["", table.note]
+        out.append("")
+    for notice in report.notices:
+        out.append(f"> {_md_cell(notice)}")
+        out.append("")
+    for err in report.errors:
+        out.append(f"**error:** {_md_cell(err.message)}")
+        out.append("")
+    out.append(" ".join(_summary(report, findings)))
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- html
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
+    "table{border-collapse:collapse;margin:.5em 0 1.5em}"
+    "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+    "th{background:#f4f4f4;cursor:pointer}td.r,th.r{text-align:right}"
+    "pre{background:#f6f6f6;padding:6px;margin:4px 0;white-space:pre-wrap}"
+    "input.filter{margin:.3em 0;padding:3px;width:20em}.note{color:#555}.error{color:#a00}"
+    "svg text{font-size:11px;fill:#333}"
+)
+
+# Sort on a header click, filter on typing: a few lines, no remote assets.
+_SCRIPT = """
+document.querySelectorAll('table.data').forEach(function(t){
+  var body=t.tBodies[0];
+  t.querySelectorAll('th').forEach(function(th,i){th.onclick=function(){
+    var rows=Array.from(body.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+    rows.sort(function(a,b){var x=a.cells[i].innerText,y=b.cells[i].innerText,p=parseFloat(x),q=parseFloat(y);
+      var c=(!isNaN(p)&&!isNaN(q))?p-q:x.localeCompare(y);return asc?c:-c;});
+    rows.forEach(function(r){body.appendChild(r);});};});
+  var f=t.previousElementSibling;
+  if(f&&f.classList.contains('filter')){f.oninput=function(){var q=f.value.toLowerCase();
+    Array.from(body.rows).forEach(function(r){r.style.display=r.innerText.toLowerCase().indexOf(q)<0?'none':'';});};}
+});
+"""
+
+
+def _html_table(headers: list[str], rows: list[list], aligns: list[str] | None = None) -> list[str]:
     import html
 
     esc = html.escape
+    aligns = aligns or ["left"] * len(headers)
+    cls = ['' if a == "left" else ' class="r"' for a in aligns]
+    parts = ['<input class="filter" placeholder="filter rows">', '<table class="data"><thead><tr>']
+    parts.append("".join(f"<th{c}>{esc(h)}</th>" for h, c in zip(headers, cls)) + "</tr></thead><tbody>")
+    for row in rows:
+        parts.append("<tr>" + "".join(f"<td{c}>{esc(_cell(v))}</td>" for v, c in zip(row, cls)) + "</tr>")
+    parts.append("</tbody></table>")
+    return parts
+
+
+def _svg_chart(table: Table) -> str:
+    """An inline SVG bar or line chart of one numeric column against another."""
+    import html
+    import math
+
+    chart = table.chart
+    xs = [_cell(v) for v in table.column(chart.x)]
+    ys = []
+    for v in table.column(chart.y):
+        try:
+            ys.append(float(v))
+        except (TypeError, ValueError):
+            ys.append(float("nan"))
+    finite = [y for y in ys if math.isfinite(y)]
+    if not finite:
+        return ""
+
+    def scale(y: float) -> float:
+        if chart.log:
+            return math.log10(max(y, 1e-12))
+        return y
+
+    lo = min(0.0, min(scale(y) for y in finite)) if not chart.log else min(scale(y) for y in finite)
+    hi = max(scale(y) for y in finite)
+    hi = hi if hi > lo else lo + 1
+    width, height, left, bottom = 640, 240, 60, 40
+    plot_w, plot_h = width - left - 10, height - bottom - 10
+    n = len(ys)
+
+    def py(y: float) -> float:
+        return 10 + plot_h * (1 - (scale(y) - lo) / (hi - lo))
+
+    esc = html.escape
+    title = esc(f"{table.title}: {chart.y} by {chart.x}")
+    parts = [f'<svg role="img" aria-label="{title}" width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">']
+    parts.append(f'<line x1="{left}" y1="{10 + plot_h}" x2="{width - 10}" y2="{10 + plot_h}" stroke="#888"/>')
+    parts.append(f'<line x1="{left}" y1="10" x2="{left}" y2="{10 + plot_h}" stroke="#888"/>')
+    for value in (lo, hi):
+        shown = 10**value if chart.log else value
+        parts.append(f'<text x="{left - 4}" y="{py(shown if not chart.log else shown) + 4:.1f}" text-anchor="end">{shown:.3g}</text>')
+    step = plot_w / max(n, 1)
+    if chart.kind == "bar":
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            if not math.isfinite(y):
+                continue
+            top, base = py(y), py(10**lo if chart.log else max(lo, 0.0))
+            parts.append(
+                f'<rect x="{left + i * step + step * 0.15:.1f}" y="{min(top, base):.1f}" width="{step * 0.7:.1f}" '
+                f'height="{abs(base - top):.1f}" fill="#4a7bd0"><title>{esc(x)}: {y:.4g}</title></rect>'
+            )
+            parts.append(f'<text x="{left + i * step + step / 2:.1f}" y="{height - bottom + 14}" text-anchor="middle">{esc(x[:14])}</text>')
+    else:
+        points = [(left + i * step + step / 2, py(y)) for i, y in enumerate(ys) if math.isfinite(y)]
+        parts.append('<polyline fill="none" stroke="#4a7bd0" stroke-width="2" points="' + " ".join(f"{a:.1f},{b:.1f}" for a, b in points) + '"/>')
+        for (a, b), x, y in zip(points, [x for x, y in zip(xs, ys) if math.isfinite(y)], finite):
+            parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="2.5" fill="#4a7bd0"><title>{esc(x)}: {y:.4g}</title></circle>')
+        if n:
+            parts.append(f'<text x="{left}" y="{height - bottom + 14}">{esc(xs[0])}</text>')
+            parts.append(f'<text x="{width - 10}" y="{height - bottom + 14}" text-anchor="end">{esc(xs[-1])}</text>')
+    parts.append(f'<text x="{left + plot_w / 2:.0f}" y="{height - 6}" text-anchor="middle">{esc(chart.x)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _html(report: Report) -> str:
+    import html
+
+    esc = html.escape
+    findings = report.sorted_findings()
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>opscan {esc(report.command)}</title>",
-        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}</style>",
+        f"<style>{_STYLE}</style>",
         "</head><body>",
         f"<h1>opscan {esc(report.command)}</h1>",
     ]
     if report.env:
-        parts.append("<table>" + "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in report.env.items()) + "</table>")
-    if rows:
-        parts.append("<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>")
-        parts += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows]
-        parts.append("</tbody></table>")
-    else:
-        parts.append("<p>No findings.</p>")
+        parts.append("<table>" + "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_env_value(v))}</td></tr>" for k, v in report.env.items()) + "</table>")
     for err in report.errors:
-        parts.append(f"<p><strong>error:</strong> {esc(str(err.get('message', err)))}</p>")
+        parts.append(f'<p class="error"><strong>error:</strong> {esc(err.message)}</p>')
+    for notice in report.notices:
+        parts.append(f'<p class="note">{esc(notice)}</p>')
+    if findings:
+        parts.append("<h2>Findings</h2>")
+        headers, rows = _finding_rows(findings)
+        parts += _html_table(headers, rows)
+        for f in findings:
+            if f.help_code:
+                where = f"{f.path}:{f.line}" if f.path else f.code
+                parts.append(f"<p><strong>{esc(where)}</strong> ({esc(f.code)}):</p><pre>{esc(f.help_code)}</pre>")
+    for table in report.tables:
+        parts.append(f"<h2>{esc(table.title)}</h2>")
+        if table.chart is not None and table.rows:
+            parts.append(_svg_chart(table))
+        if table.rows:
+            parts += _html_table([c.title for c in table.columns], [list(r) for r in table.rows], [c.align for c in table.columns])
+        else:
+            parts.append("<p>(none)</p>")
+        if table.note:
+            parts.append(f'<p class="note">{esc(table.note)}</p>')
+    parts.append(f"<p>{esc(' '.join(_summary(report, findings)))}</p>")
+    parts.append(f"<script>{_SCRIPT}</script>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

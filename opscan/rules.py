@@ -18,7 +18,7 @@ from opscan._plain import Frozen
 
 # An argument whose value cannot be known statically. Lint's call records carry
 # this very object (plain data, no heavy imports), so it is shared, not redefined.
-from opscan.lint.model import UNKNOWN
+from opscan._plain import UNKNOWN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,39 +39,8 @@ def rules_dir() -> Path:
     return bundled if bundled.is_dir() else here.parent / "rules"
 
 
-# ---------------------------------------------------------------- versions
-
-_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
-
-
-def parse_version(text: str) -> tuple[int, ...]:
-    """'2.11.0+cu130' -> (2, 11, 0). Only the numeric release part counts."""
-    m = re.match(r"\s*(\d+(?:\.\d+)*)", str(text))
-    if not m:
-        raise ValueError(f"not a version: {text!r}")
-    parts = tuple(int(p) for p in m.group(1).split("."))
-    return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts
-
-
-def version_in_range(version: str | tuple[int, ...], spec: str) -> bool:
-    """True if `version` satisfies every comma-separated clause of `spec` (e.g. ">=2.1,<2.13")."""
-    v = parse_version(version) if isinstance(version, str) else version
-    for clause in filter(None, (c.strip() for c in spec.split(","))):
-        m = _CLAUSE.match(clause)
-        if not m:
-            raise RulesError(f"bad version clause {clause!r} in {spec!r}")
-        op, bound = m.group(1), parse_version(m.group(2))
-        ok = {
-            ">=": v >= bound,
-            "<=": v <= bound,
-            ">": v > bound,
-            "<": v < bound,
-            "==": v[: len(m.group(2).split("."))] == bound[: len(m.group(2).split("."))],
-            "!=": v[: len(m.group(2).split("."))] != bound[: len(m.group(2).split("."))],
-        }[op]
-        if not ok:
-            return False
-    return True
+# Version parsing is base-layer code (config validates torch-version with it); re-exported here.
+from opscan.versions import VersionError, parse_version, version_in_range  # noqa: E402,F401
 
 
 # ---------------------------------------------------------------- conditions
@@ -331,7 +300,10 @@ def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
             raise RulesError(f"{where}: phase must be forward or backward")
         if not op.devices or not set(op.devices) <= {"cpu", "cuda"}:
             raise RulesError(f"{where}: devices must be a non-empty subset of cpu, cuda")
-        version_in_range("2.0", op.torch)  # validates the spec
+        try:
+            version_in_range("2.0", op.torch)  # validates the spec
+        except VersionError as exc:
+            raise RulesError(f"{where}: {exc}") from None
         ops.append(op)
     return ops
 

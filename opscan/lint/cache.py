@@ -17,7 +17,7 @@ import os
 import pickle
 from pathlib import Path
 
-from opscan import __version__
+from opscan._version import __version__
 from opscan._hash import blake2b
 from opscan.lint.facts import FACTS_VERSION, ModuleFacts
 

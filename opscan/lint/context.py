@@ -59,7 +59,7 @@ class Context:
 
     # -- findings ---------------------------------------------------------------
 
-    def report(self, rule: RuleInfo, path: str, loc: Loc, message: str, fix: Fix | None = None, **extra) -> None:
+    def report(self, rule: RuleInfo, path: str, loc: Loc, message: str, fix: Fix | None = None, **properties) -> None:
         self.findings.append(
             Finding(
                 code=rule.code,
@@ -71,7 +71,7 @@ class Context:
                 end_col=loc.end_col,
                 severity=rule.severity,
                 fix=fix,
-                extra=extra,
+                properties=properties,
             )
         )
 

@@ -131,7 +131,7 @@ class _EntryLinter:
     """Lints entry files one by one through one Project, and filters their findings."""
 
     def __init__(self, cfg: Config, torch_version: str, files: list[Path], cache, overlay, calls: CallFilter):
-        from opscan.codes import lint_codes
+        from opscan.lint.rules import lint_codes
 
         self.cfg = cfg
         self.cache = cache
@@ -169,8 +169,7 @@ class _EntryLinter:
     def _final(self, f: Finding) -> Finding:
         facts = self.project.facts_of(f.path)
         line_text = facts.lines[f.line - 1].strip() if facts and 0 < f.line <= len(facts.lines) else ""
-        return Finding(f.code, f.message, display_path(f.path), f.line, f.col, f.end_line, f.end_col, f.severity, f.fix,
-                       {**f.extra, "line_text": line_text, "_abspath": f.path})  # fmt: skip
+        return f.replace(path=display_path(f.path), line_text=line_text, source_path=f.path)
 
 
 def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
@@ -286,7 +285,7 @@ def run(
     seen: set[tuple] = set()
     for found in per_file:
         for f in found:
-            key = (f.code, f.extra["_abspath"], f.line, f.col)
+            key = (f.code, f.source_path, f.line, f.col)
             if key not in seen:
                 seen.add(key)
                 report.findings.append(f)

@@ -83,7 +83,7 @@ class FixOutcome:
         """What was fixed, per file and code, as ruff's --show-fixes prints it."""
         if not self.fixed:
             return []
-        from opscan.codes import rule_info
+        from opscan.lint.rules import rule_info
 
         lines = ["", f"Fixed {_errors(self.count)}:"]
         by_path: dict[str, Counter] = {}
@@ -133,11 +133,11 @@ class _File:
 
 
 def _allowed(f: Finding, unsafe: bool) -> bool:
-    return f.fix is not None and (f.fix.applicability == "safe" or unsafe) and f.fix.data.get("action") in _ACTION_ORDER
+    return f.fix is not None and (f.fix.applicability == "safe" or unsafe) and f.fix.edit.get("action") in _ACTION_ORDER
 
 
 def _file_key(f: Finding) -> str:
-    return os.path.realpath(f.extra.get("_abspath") or f.path or "")
+    return os.path.realpath(f.source_path or f.path or "")
 
 
 def apply(
@@ -244,7 +244,7 @@ def _check_unchanged(state: _File, findings: list[Finding]) -> None:
     """Refuse a file whose lines no longer match what lint saw: positions would be wrong."""
     lines = state.text.splitlines()  # as the facts pass splits them for `line_text`
     for f in findings:
-        seen = f.extra.get("line_text")
+        seen = f.line_text
         if seen is None:
             continue
         now = lines[f.line - 1].strip() if 0 < f.line <= len(lines) else ""
@@ -304,8 +304,8 @@ def _fix_tree(text: str, tree: ast.Module, findings: list[Finding]) -> tuple[str
     planner = _Planner(module, text, tree)
     applied = []
     seen = set()
-    for f in sorted(findings, key=lambda f: (_ACTION_ORDER[f.fix.data["action"]], f.line, f.col, f.code)):
-        key = (f.code, f.line, f.col, f.fix.data["action"])
+    for f in sorted(findings, key=lambda f: (_ACTION_ORDER[f.fix.edit["action"]], f.line, f.col, f.code)):
+        key = (f.code, f.line, f.col, f.fix.edit["action"])
         if key in seen:
             continue
         seen.add(key)
@@ -526,7 +526,7 @@ class _Planner:
     # -- dispatch ---------------------------------------------------------------
 
     def plan(self, f: Finding) -> bool:
-        action = f.fix.data["action"]
+        action = f.fix.edit["action"]
         try:
             return bool(getattr(self, f"_{action}")(f))
         except _Conflict:
@@ -544,7 +544,7 @@ class _Planner:
         node = self._innermost((cst.Assign, cst.AnnAssign, cst.Call), start, end)
         if node is None:
             return False
-        old = f.fix.data.get("old")
+        old = f.fix.edit.get("old")
         for key, value in _env_pairs(node):
             if _string_value(key) == CUBLAS and _string_value(value) == old:
                 self._claim(value)
@@ -556,7 +556,7 @@ class _Planner:
 
     def _benchmark_false(self, f: Finding) -> bool:
         start, end = self._span(f)
-        if f.fix.data.get("keyword"):
+        if f.fix.edit.get("keyword"):
             call = self._innermost(cst.Call, start, end)
             value = None
             for arg in call.args if call is not None else ():
@@ -582,7 +582,7 @@ class _Planner:
         call = self._innermost(cst.Call, start, end)
         if call is None:
             return False
-        api = f.fix.data.get("api") or ""
+        api = f.fix.edit.get("api") or ""
         positional = [a for a in call.args if a.keyword is None and not a.star]
         keyword = {a.keyword.value: a for a in call.args if a.keyword is not None}
         drop = None
@@ -725,7 +725,7 @@ class _Planner:
 
     def _enable_determinism(self, f: Finding) -> bool:
         start, end = self._span(f)
-        seed_lines = set(f.fix.data.get("seed_lines") or [f.line])
+        seed_lines = set(f.fix.edit.get("seed_lines") or [f.line])
         small = self._innermost(cst.BaseSmallStatement, start, end)
         if small is not None and isinstance(self.parent.get(small), cst.SimpleStatementSuite):
             return self._enable_in_suite(f, small, seed_lines)

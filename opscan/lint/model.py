@@ -13,27 +13,8 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
     from typing import Any
 
 
-class _Unknown:
-    """A value that cannot be known statically. A singleton that survives pickling."""
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __reduce__(self):
-        return (_Unknown, ())
-
-    def __repr__(self):
-        return "UNKNOWN"
-
-    def __bool__(self):
-        raise TypeError("UNKNOWN has no truth value; test `is UNKNOWN` first")
-
-
-UNKNOWN: Any = _Unknown()
+# Shared with the rules data (its `when` predicates), so it lives in the base layer.
+from opscan._plain import UNKNOWN  # noqa: E402
 
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, compared as strings

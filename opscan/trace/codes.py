@@ -54,3 +54,4 @@ from opscan.codes import parse_doc
 
 RULE = parse_doc(__doc__, command="scan")
 CODE = RULE.code
+RULES = (RULE,)

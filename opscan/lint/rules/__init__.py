@@ -5,6 +5,20 @@ A rule module defines `RULE` (its RuleInfo, parsed from the docstring) and
 engine itself, for files it cannot analyse.
 """
 
-from opscan.lint.rules import det001, det002, det003, det004, det005, det006, det007, det008, det009
+from opscan.lint.rules import det000, det001, det002, det003, det004, det005, det006, det007, det008, det009
 
 CHECKS = (det001, det002, det003, det004, det005, det006, det007, det008, det009)
+
+# Every code lint can report, DET000 first, with its documentation.
+RULES = (det000.RULE, *(check.RULE for check in CHECKS))
+_BY_CODE = {info.code: info for info in RULES}
+
+
+def lint_codes() -> list[str]:
+    """The codes `--select` and `--ignore` choose from."""
+    return [info.code for info in RULES]
+
+
+def rule_info(code: str):
+    """The RuleInfo of a lint code, or None."""
+    return _BY_CODE.get(code)

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.cli import write_output
+    from opscan.output import write as write_output
     from opscan.findings import Report
     from opscan.output import render
 

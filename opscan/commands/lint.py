@@ -54,8 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from opscan import config as config_mod
-    from opscan.codes import lint_codes
     from opscan.lint import engine
+    from opscan.lint.rules import RULES, lint_codes
     from opscan.rules import NEWEST_TORCH
 
     try:
@@ -102,9 +102,9 @@ def _run(args: argparse.Namespace) -> int:
             for notice in outcome.notices:
                 print(notice, file=sys.stderr)
             try:
-                from opscan.cli import write_output
+                from opscan.output import write
 
-                write_output(outcome.diff, None)  # a file name that is not UTF-8 must not crash it
+                write(outcome.diff, None)  # a file name that is not UTF-8 must not crash it
             except OSError as exc:
                 print(f"opscan: error: cannot write the diff: {exc.strerror or exc}", file=sys.stderr)
                 return 2
@@ -124,8 +124,10 @@ def _run(args: argparse.Namespace) -> int:
         else:
             report.notices += outcome.notices
 
-    from opscan.cli import write_output
-    from opscan.output import render
+    from opscan.output import render, write
+
+    report.rules = RULES
+    report.flat_json = True  # ruff's flat list, which editors and CI scripts already read
 
     # Warnings about skipped input go to stderr, as ruff's do; fix summaries stay in the text output.
     for notice in report.notices:
@@ -138,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         text = render(report, args.output_format, statistics=args.statistics)
         if args.quiet and args.output_format == "text" and not args.statistics:
             text = "".join(line + "\n" for line in text.splitlines() if report.findings and ": DET" in line)
-        write_output(text, args.output_file)
+        write(text, args.output_file)
     except OSError as exc:
         print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
