@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data"
 SECTION = "## opscan lint"
-IMPORTS = "import opscan.cli, opscan.config, opscan.output, opscan.lint.command, opscan.lint.engine"
+IMPORTS = "import opscan.cli, opscan.config, opscan.output, opscan.commands.lint, opscan.lint.engine"
 
 # ---------------------------------------------------------------- inputs
 

@@ -1,11 +1,20 @@
 """`[tool.opscan]` in pyproject.toml, found by walking up from the paths given, merged with flags.
 
-Keys:
-  select, ignore, extend-select   rule codes or prefixes ("DET", "DET00", "ALL")
-  per-file-ignores                {glob = [codes]}
-  exclude, extend-exclude         globs of paths not to discover
-  torch-version                   the torch release lint targets (default: newest known)
-  roots                           extra folders in which project imports resolve
+Common keys, in `[tool.opscan]`:
+  torch-version                   the torch release lint and report target (default: newest known)
+
+Per-command sections, as ruff has `[tool.ruff.lint]`:
+  [tool.opscan.lint]
+    select, ignore, extend-select   rule codes or prefixes ("DET", "DET00", "ALL")
+    per-file-ignores                {glob = [codes]}
+    exclude, extend-exclude         globs of paths not to discover
+    torch-version                   overrides the common key for lint
+    roots                           extra folders in which project imports resolve
+  [tool.opscan.scan]
+    device, max-steps, input-shape  defaults for the flags of the same names
+
+Lint's keys may also stand directly in `[tool.opscan]` (the first spelling);
+where a key is in both, `[tool.opscan.lint]` wins. Flags win over both.
 """
 
 from __future__ import annotations
@@ -21,7 +30,24 @@ DEFAULT_EXCLUDE = (
     "dist", "node_modules", "site-packages", "venv",
 )  # fmt: skip
 
-KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "torch-version", "roots"}
+COMMON_KEYS = {"torch-version"}
+LINT_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "torch-version", "roots"}
+SECTION_KEYS = {
+    "lint": LINT_KEYS,
+    "scan": {"device", "max-steps", "input-shape"},
+}
+KNOWN_KEYS = LINT_KEYS  # lint's keys as they are spelled directly in [tool.opscan]
+
+
+class ScanSettings:
+    """`[tool.opscan.scan]`: defaults for scan's flags; None where the file says nothing."""
+
+    __slots__ = ("device", "max_steps", "input_shape")
+
+    def __init__(self, device: str | None = None, max_steps: int | None = None, input_shape: tuple[int, ...] | None = None):
+        self.device = device
+        self.max_steps = max_steps
+        self.input_shape = input_shape
 
 
 class ConfigError(ValueError):
@@ -48,6 +74,7 @@ class Config:
         self.extend_exclude: list[str] = []
         self.torch_version: str | None = None
         self.roots: list[Path] = []
+        self.scan = ScanSettings()
         self.root = Path.cwd() if root is None else root  # folder of the pyproject.toml, or the working directory
         self.source = source  # the pyproject.toml read, if any
 
@@ -76,7 +103,8 @@ class Config:
             try:
                 parse_version(self.torch_version)
             except ValueError:
-                raise ConfigError(f"torch-version {self.torch_version!r} is not a version like \"2.14\"") from None
+                where = f"{self.source}: " if self.source else ""
+                raise ConfigError(f"{where}torch-version {self.torch_version!r} is not a version like \"2.14\"") from None
 
     def relpath(self, path: Path) -> str:
         cached = self.__dict__.get("_resolved_root")  # asked once per file and per finding
@@ -183,11 +211,22 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     table = _read_toml(source).get("tool", {}).get("opscan", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [tool.opscan] must be a table")
-    table = {k: v for k, v in table.items() if k != "lint"} | table.get("lint", {})
-    unknown = set(table) - KNOWN_KEYS
+    sections = {}
+    for name in SECTION_KEYS:
+        section = table.get(name, {})
+        if not isinstance(section, dict):
+            raise ConfigError(f"{source}: [tool.opscan.{name}] must be a table")
+        unknown = set(section) - SECTION_KEYS[name]
+        if unknown:
+            raise ConfigError(f"{source}: unknown key(s) in [tool.opscan.{name}]: {', '.join(sorted(unknown))}")
+        sections[name] = section
+    top = {k: v for k, v in table.items() if k not in SECTION_KEYS}
+    unknown = set(top) - KNOWN_KEYS - COMMON_KEYS
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) in [tool.opscan]: {', '.join(sorted(unknown))}")
+    table = top | sections["lint"]  # [tool.opscan.lint] wins over the same key spelled at the top
     cfg = Config(root=source.parent.resolve(), source=source)
+    cfg.scan = _scan_settings(sections["scan"], source)
     if "select" in table:
         cfg.select = _str_list(table["select"], "select", source)
     if "extend-select" in table:
@@ -217,3 +256,22 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
             except (OSError, RuntimeError) as exc:
                 raise ConfigError(f"{source}: [tool.opscan] roots entry {r!r} cannot be used: {getattr(exc, 'strerror', None) or exc}") from None
     return cfg
+
+
+def _scan_settings(table: dict, source: Path) -> ScanSettings:
+    settings = ScanSettings()
+    if "device" in table:
+        if not isinstance(table["device"], str):
+            raise ConfigError(f"{source}: [tool.opscan.scan] device must be a string like \"cuda\"")
+        settings.device = table["device"]
+    if "max-steps" in table:
+        value = table["max-steps"]
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"{source}: [tool.opscan.scan] max-steps must be a positive integer")
+        settings.max_steps = value
+    if "input-shape" in table:
+        value = table["input-shape"]
+        if not isinstance(value, list) or not value or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
+            raise ConfigError(f"{source}: [tool.opscan.scan] input-shape must be a list of positive integers")
+        settings.input_shape = tuple(value)
+    return settings

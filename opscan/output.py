@@ -116,7 +116,7 @@ def _summary(report: Report, findings: list[Finding]) -> list[str]:
 def _text(report: Report) -> str:
     out = []
     if report.env:
-        out.append(" ".join(f"{k}={_env_value(v)}" for k, v in report.env.items()))
+        out.append(" ".join(f"{k}={_env_value(v)}" for k, v in report.env.items() if v is not None))
     findings = report.sorted_findings()
     for f in findings:
         mark = "[*] " if f.fix and f.fix.applicability == "safe" else ""
@@ -130,6 +130,8 @@ def _text(report: Report) -> str:
     out.extend(report.notices)
     for err in report.errors:
         out.append(f"error: {err.message}")
+        if err.detail:
+            out.extend("  " + line for line in err.detail.rstrip("\n").split("\n"))
     out.extend(_summary(report, findings))
     return "\n".join(out) + "\n"
 

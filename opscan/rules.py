@@ -39,8 +39,17 @@ def rules_dir() -> Path:
     return bundled if bundled.is_dir() else here.parent / "rules"
 
 
-# Version parsing is base-layer code (config validates torch-version with it); re-exported here.
-from opscan.versions import VersionError, parse_version, version_in_range  # noqa: E402,F401
+# Version parsing is base-layer code (config validates torch-version with it).
+from opscan.versions import VersionError, parse_version  # noqa: E402,F401
+from opscan.versions import version_in_range as _version_in_range  # noqa: E402
+
+
+def version_in_range(version: str | tuple[int, ...], spec: str) -> bool:
+    """True if `version` satisfies every clause of `spec`; a bad clause is a RulesError (the data is malformed)."""
+    try:
+        return _version_in_range(version, spec)
+    except VersionError as exc:
+        raise RulesError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- conditions
@@ -137,10 +146,84 @@ class Api(Frozen):
         return None if undecided else False
 
 
+class Remedy(Frozen):
+    """What to do about an op: prose, code, and where it came from ("shape", "rule:<id>" or "generic")."""
+
+    _fields = ("text", "code", "source")
+    __slots__ = _fields
+
+    def __init__(self, text: str, code: str = "", source: str = ""):
+        self.text = text
+        self.code = code
+        self.source = source
+
+
+def _last_dims(shape, n: int):
+    return tuple(shape[-n:]) if shape is not None and len(shape) >= n else None
+
+
+def _dims_text(dims) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def _size_arg(dims) -> str:
+    """An output size as the layer is usually written: 7, or (7, 6)."""
+    return str(dims[0]) if len(set(dims)) == 1 else str(tuple(dims))
+
+
+def adaptive_pool_remedy(op: str, shapes, module_label: str = "") -> Remedy | None:
+    """Adaptive pooling backward, given (grad_output, self, ...) shapes: an exact deterministic equivalent, if any."""
+    namespace, packet = _packet(op)
+    packet = packet.lstrip("_")
+    if namespace != "aten" or not packet.startswith(("adaptive_avg_pool", "adaptive_max_pool")) or not packet.endswith("_backward"):
+        return None
+    n = 3 if "3d" in packet else 2 if "2d" in packet else 1
+    if len(shapes) < 2:
+        return None
+    out, inp = _last_dims(shapes[0], n), _last_dims(shapes[1], n)
+    if out is None or inp is None:
+        return None
+    kind = "Avg" if "avg" in packet else "Max"
+    layer = f"Adaptive{kind}Pool{n}d"
+    where = f" ({module_label})" if module_label else ""
+    if out == inp:
+        return Remedy(
+            f"The input is already {_dims_text(inp)}, so {layer}({_size_arg(out)}){where} returns it unchanged: "
+            "replace it with nn.Identity(), which has no backward kernel to worry about.",
+            "nn.Identity()",
+            "shape",
+        )
+    if kind == "Avg" and all(d == 1 for d in out):
+        dims = tuple(range(-n, 0))
+        return Remedy(
+            f"{layer} to size 1{where} is a mean over the last {n} dims; torch.mean has a deterministic backward.",
+            f"x.mean(dim={dims}, keepdim=True)",
+            "shape",
+        )
+    if n == 2 and all(i % o == 0 for i, o in zip(inp, out)):
+        # MaxPool2d and AvgPool2d have deterministic CUDA backward kernels; the 3d ones do not.
+        kernel = tuple(i // o for i, o in zip(inp, out))
+        fixed = f"{kind}Pool2d"
+        return Remedy(
+            f"The {_dims_text(inp)} input divides evenly into {_dims_text(out)}, so {layer}{where} equals "
+            f"nn.{fixed}(kernel_size={kernel}), whose backward is deterministic.",
+            f"nn.{fixed}(kernel_size={kernel})",
+            "shape",
+        )
+    return None
+
+
+# `remedy_by_shape` values a rule may name, each a function (op, shapes, module_label) -> Remedy | None.
+SHAPE_REMEDIES = {"adaptive-pool": adaptive_pool_remedy}
+
+
 class OpRule(Frozen):
     """One kernel family with no deterministic implementation, and how to live with it."""
 
-    _fields = ("id", "title", "apis", "aten", "callers", "phase", "devices", "torch", "remedy", "remedy_code", "reproducer", "provenance", "source")
+    _fields = (
+        "id", "title", "apis", "aten", "callers", "phase", "devices", "torch", "remedy", "remedy_code",
+        "reproducer", "provenance", "source", "remedy_by_shape",
+    )  # fmt: skip
     __slots__ = _fields
 
     def __init__(
@@ -158,6 +241,7 @@ class OpRule(Frozen):
         reproducer: str = "",
         provenance: str = "",
         source: str = "",
+        remedy_by_shape: str = "",
     ):
         self.id = id
         self.title = title
@@ -172,9 +256,25 @@ class OpRule(Frozen):
         self.reproducer = reproducer
         self.provenance = provenance
         self.source = source  # the rules file it came from
+        # A key of SHAPE_REMEDIES: runtime shapes can make an exact deterministic equivalent.
+        self.remedy_by_shape = remedy_by_shape
 
     def raises_on(self, torch_version: str, device: str = "cuda") -> bool:
         return device in self.devices and version_in_range(torch_version, self.torch)
+
+    def remedy_for(self, shapes=(), *, op: str | None = None, module_label: str = "") -> Remedy:
+        """What to do about this op, given the input shapes seen at run time.
+
+        A shape-specific remedy when the shapes make one exact (an adaptive
+        pool whose input already has the output size is an identity), else the
+        rule's own remedy. `op` is the overload that ran (it names the pool's
+        dimensionality); `module_label` names the layer in the text.
+        """
+        if self.remedy_by_shape and shapes:
+            special = SHAPE_REMEDIES[self.remedy_by_shape](op or self.aten[0], shapes, module_label)
+            if special is not None:
+                return special
+        return Remedy(self.remedy.strip(), (self.remedy_code or "").strip(), f"rule:{self.id}")
 
 
 class RuleDB(Frozen):
@@ -188,33 +288,64 @@ class RuleDB(Frozen):
         """The ops that raise on this torch version and device."""
         return [op for op in self.ops if op.raises_on(torch_version, device)]
 
+    def for_alert(self, caller: str, op: str = "", *, torch_version: str | None = None, device: str | None = None) -> OpRule | None:
+        """The rule for a determinism alert: the one lookup scan, report and prediction share.
+
+        By the alert's caller string first, then by the exact aten overload,
+        then by the op's name within its namespace, then by its family (the
+        name without leading underscores or `_backward`, so the forward
+        `torchvision.ps_roi_pool` finds the rule of `_ps_roi_pool_backward`,
+        and never an aten op or another torchvision op). Where several
+        rules share a string, the ones that raise on `torch_version` and
+        `device` win, then file order.
+        """
+        for candidates in (
+            [r for r in self.ops if caller and caller in r.callers],
+            [r for r in self.ops if op and op in r.aten],
+            [r for r in self.ops if op and any(_packet(name) == _packet(op) for name in r.aten)],
+            [r for r in self.ops if op and any(_family(name) == _family(op) for name in r.aten)],
+        ):
+            if candidates:
+                return _best(candidates, torch_version, device)
+        return None
+
     def by_caller(self, caller: str) -> OpRule | None:
         """Find the op whose alert names this caller string."""
-        for op in self.ops:
-            if caller in op.callers:
-                return op
-        return None
+        return self.for_alert(caller)
 
     def by_aten(self, overload: str) -> OpRule | None:
         """Find the op for an aten overload ('aten.put_.default'), or failing that its packet ('aten.put_')."""
-        for op in self.ops:
-            if overload in op.aten:
-                return op
-        packet = _packet(overload)
-        for op in self.ops:
-            if any(_packet(name) == packet for name in op.aten):
-                return op
-        return None
+        return self.for_alert("", overload)
 
 
-def _packet(name: str) -> str:
-    """'aten.put_.default', 'aten::put_.out', 'aten.put_' and 'put_' all give 'put_'."""
+def _family(name: str) -> tuple[str, str]:
+    namespace, packet = _packet(name)
+    return namespace, packet.lstrip("_").removesuffix("_").removesuffix("_backward")
+
+
+def _best(candidates: list[OpRule], torch_version: str | None, device: str | None) -> OpRule:
+    if torch_version is not None or device is not None:
+        for rule in candidates:
+            if (device is None or device in rule.devices) and (torch_version is None or version_in_range(torch_version, rule.torch)):
+                return rule
+    return candidates[0]
+
+
+_NAMESPACES = ("aten", "torchvision", "prims")
+
+
+def _packet(name: str) -> tuple[str, str]:
+    """An op's (namespace, name): 'aten.put_.default', 'aten::put_.out', 'aten.put_' give ('aten', 'put_').
+
+    A bare 'put_' is taken as aten's. The namespace is kept so that
+    'torchvision.ps_roi_pool.default' cannot match another namespace's op.
+    """
     name = name.strip()
-    for prefix in ("aten::", "aten.", "torchvision::", "torchvision."):
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-            break
-    return name.split(".")[0]
+    for namespace in _NAMESPACES:
+        for sep in ("::", "."):
+            if name.startswith(namespace + sep):
+                return namespace, name[len(namespace) + len(sep) :].split(".")[0]
+    return "aten", name.split(".")[0]
 
 
 def _as_tuple(value: Any) -> tuple:
@@ -293,16 +424,19 @@ def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
                 reproducer=raw.get("reproducer", ""),
                 provenance=raw.get("provenance", ""),
                 source=path.name,
+                remedy_by_shape=raw.get("remedy_by_shape", ""),
             )
         except KeyError as exc:
             raise RulesError(f"{where}: missing key {exc}") from exc
+        if op.remedy_by_shape and op.remedy_by_shape not in SHAPE_REMEDIES:
+            raise RulesError(f"{where}: remedy_by_shape must be one of {sorted(SHAPE_REMEDIES)}")
         if op.phase not in ("forward", "backward"):
             raise RulesError(f"{where}: phase must be forward or backward")
         if not op.devices or not set(op.devices) <= {"cpu", "cuda"}:
             raise RulesError(f"{where}: devices must be a non-empty subset of cpu, cuda")
         try:
             version_in_range("2.0", op.torch)  # validates the spec
-        except VersionError as exc:
+        except RulesError as exc:
             raise RulesError(f"{where}: {exc}") from None
         ops.append(op)
     return ops

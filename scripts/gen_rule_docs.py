@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a source checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from opscan.codes import RuleInfo, all_rules  # noqa: E402
+from opscan.codes import RuleInfo  # noqa: E402
+from opscan.registry import all_rules  # noqa: E402
 
 DOC = ROOT / "docs" / "rules.md"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from opscan.codes import all_rules, lint_codes
+from opscan.lint.rules import lint_codes
+from opscan.registry import all_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gen_rule_docs.py"

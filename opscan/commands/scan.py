@@ -1,24 +1,22 @@
 """`opscan scan`: run targets forward and backward in strict deterministic mode and list every op that raises.
 
-Importing this module imports no torch; `run` does.
+Importing this module imports no torch; `run` does, after the targets' spelling has been checked.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from opscan.output import FORMATS
+from opscan.commands.common import EXIT_ERROR, add_output_arguments, emit, error, needs_torch
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-NO_GPU = (
-    "opscan: no CUDA GPU found; scanning on the CPU. On the CPU only put_ and max_unpool raise the "
-    "determinism alert, so this is a partial scan: run it on a GPU machine for the full list."
+PARTIAL_SCAN = (
+    "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
+    "This is a partial scan; run it on a GPU machine for the full list."
 )
 
 
-def _shape(text: str) -> tuple[int, ...]:
+def shape(text: str) -> tuple[int, ...]:
+    """argparse type: '2,3,224,224' or '2x3x224x224'."""
     try:
         dims = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
     except ValueError:
@@ -28,7 +26,8 @@ def _shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def _positive(text: str) -> int:
+def positive(text: str) -> int:
+    """argparse type: an integer > 0."""
     try:
         value = int(text)
     except ValueError:
@@ -38,7 +37,9 @@ def _positive(text: str) -> int:
     return value
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_target_arguments(parser: argparse.ArgumentParser, *, steps_flag: str = "--max-steps", steps_default: int = 1) -> None:
+    # Defaults are None here: a flag not given falls back to the config section, then to the default shown.
+    """TARGET..., --run SCRIPT ARGS, the step count, --input-shape and --device: what every torch-side command takes."""
     parser.add_argument(
         "targets",
         nargs="*",
@@ -50,137 +51,71 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--run",
         nargs=argparse.REMAINDER,
         metavar="SCRIPT ARGS",
-        help="run an unmodified training script under the tracer (put opscan's own options before --run)",
+        help="run an unmodified training script (put opscan's own options before --run)",
     )
     parser.add_argument(
-        "--max-steps", type=_positive, default=1, metavar="N", help="with --run: stop after N optimizer steps (default 1)"
-    )
-    parser.add_argument("--input-shape", type=_shape, metavar="SHAPE", help="input shape for zoo targets, e.g. 2,3,224,224")
-    parser.add_argument("--device", default="auto", help="cuda, cuda:N, cpu or auto (default: cuda if available)")
-    parser.add_argument(
-        "--output-format", choices=[f for f in FORMATS], default="text", help="report format (default text)"
-    )
-    parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report here (atomically) instead of stdout")
+        steps_flag, dest="steps", type=positive, default=None, metavar="N",
+        help=f"optimizer steps to run (with --run: stop the script after N; default {steps_default})",
+    )  # fmt: skip
+    parser.add_argument("--input-shape", type=shape, metavar="SHAPE", help="input shape for zoo targets, e.g. 2,3,224,224")
+    parser.add_argument("--device", default=None, help="cuda, cuda:N, cpu or auto (default: auto, cuda if available)")
+    parser.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.opscan] from (default: nearest)")
+
+
+def parse_targets(args: argparse.Namespace) -> list:
+    """The Targets the flags name, checked without importing torch; raises TargetError."""
+    from opscan.trace.runner import TargetError, parse_target, script_target
+
+    if not args.targets and args.run is None:
+        raise TargetError("give a TARGET or --run SCRIPT (see --help)")
+    targets = [parse_target(spec) for spec in args.targets]
+    if args.run is not None:
+        targets.append(script_target(args.run[0] if args.run else "", args.run[1:]))
+    return targets
+
+
+def target_paths(targets) -> list[str]:
+    """The files the targets name, for finding their pyproject.toml (the working directory for zoo targets)."""
+    paths = []
+    for target in targets:
+        if target.kind == "script":
+            paths.append(target.spec)
+        elif target.kind == "callable" and target.spec.rpartition(":")[0].endswith(".py"):
+            paths.append(target.spec.rpartition(":")[0])
+    return paths or ["."]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_target_arguments(parser)
+    add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.output import write as write_output
-    from opscan.findings import Report
-    from opscan.output import render
-
-    if not args.targets and not args.run:
-        print("opscan: error: give a TARGET or --run SCRIPT (see opscan scan --help)", file=sys.stderr)
-        return EXIT_ERROR
-    if args.run is not None and not args.run:
-        print("opscan: error: --run needs a script path", file=sys.stderr)
-        return EXIT_ERROR
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        print("opscan: error: opscan scan needs torch; install opscan[trace]", file=sys.stderr)
-        return EXIT_ERROR
-
-    device = _device(args.device)
-    if device is None:
-        return EXIT_ERROR
-    report = Report(command="scan")
-    flags, cublas_alerted = None, False
-    for target, work in _plan(args):
-        result = _scan_one(target, work, device, report, args)
-        if result is not None:
-            flags = result.flags_seen or flags
-            cublas_alerted = cublas_alerted or result.cublas_alerted
-
-    from opscan.trace.tracer import collect_env
+    from opscan.trace.runner import TargetError
 
     try:
-        report.env = collect_env(device, flags, cublas_alerted)
-    except Exception as exc:  # noqa: BLE001 - a broken CUDA context must not cost the findings
-        report.errors.append({"message": f"could not read the environment: {exc}"})
-    report.env["targets"] = len(args.targets) + (1 if args.run else 0)
-    try:
-        write_output(render(report, args.output_format), args.output_file)
-    except OSError as exc:
-        print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
-    if args.output_format != "text" or args.output_file:  # the text report on stdout lists them already
-        for notice in report.notices:
-            print(f"opscan: {notice}", file=sys.stderr)
-    if report.errors:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if report.findings else EXIT_CLEAN
-
-
-def _device(requested: str) -> str | None:
-    import torch
-
-    if requested == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        print(NO_GPU, file=sys.stderr)
-        return "cpu"
-    try:
-        device = torch.device(requested)
-    except RuntimeError:
-        print(f"opscan: error: {requested!r} is not a device; use cuda, cuda:N, cpu or auto", file=sys.stderr)
-        return None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        print(f"opscan: error: --device {requested} asked for, but no CUDA GPU is available", file=sys.stderr)
-        return None
-    if device.type == "cpu":
-        print(NO_GPU.replace("no CUDA GPU found; scanning", "scanning"), file=sys.stderr)
-    return str(device)
-
-
-def _plan(args):
-    for target in args.targets:
-        yield target, ("target", target)
-    if args.run:
-        yield args.run[0], ("script", args.run[0], args.run[1:])
-
-
-def _scan_one(name, work, device, report, args):
-    """Scan one target into `report`; returns its Trace, or None if it never ran."""
-    from opscan.trace import trace
-    from opscan.trace.targets import (
-        TargetError,
-        UserCodeError,
-        load_target,
-        run_script,
-        run_workload,
-        stdout_to_stderr,
-    )
-
-    t = None
-    try:
-        if work[0] == "target":
-            with stdout_to_stderr():  # whatever the user's code prints must not mix with the report
-                workload = load_target(work[1], input_shape=args.input_shape)
-                workload = workload.to(device)
-                with trace(name, roots=(workload.model,)) as t:
-                    notices = run_workload(workload)
-            report.notices.extend(f"{name}: {n}" for n in notices)
-        else:
-            with trace(name) as t:
-                outcome = run_script(work[1], work[2], max_steps=args.max_steps)
-            if outcome.stopped:
-                report.notices.append(f"{name}: stopped after {outcome.steps} optimizer step(s)")
-            else:
-                report.notices.append(f"{name}: the script ended after {outcome.steps} optimizer step(s)")
+        targets = parse_targets(args)
     except TargetError as exc:
-        print(f"opscan: error: {exc}", file=sys.stderr)
-        report.errors.append({"target": name, "message": str(exc)})
-    except UserCodeError as exc:
-        print(f"opscan: error: {exc.during}; its traceback:\n{exc.format_traceback()}", file=sys.stderr, end="")
-        report.errors.append({"target": name, "message": str(exc)})
-    except Exception as exc:  # noqa: BLE001 - the model's own error, whatever it is
+        return error(str(exc))
+    from opscan import config
 
-        from opscan.trace.targets import format_user_traceback
+    try:
+        settings = config.load(target_paths(targets), args.config).scan
+    except config.ConfigError as exc:
+        return error(str(exc))
+    missing = needs_torch("scan")
+    if missing:
+        return error(missing)
 
-        print(f"opscan: error: {name} raised while scanning; its traceback:\n{format_user_traceback(exc)}", file=sys.stderr, end="")
-        report.errors.append({"target": name, "message": f"{type(exc).__name__}: {exc}"})
-    if t is not None:
-        report.findings.extend(t.findings)
-        report.notices.extend(f"{name}: {n}" for n in t.notices)
-        report.errors.extend(t.errors)
-    return t
+    from opscan.trace.runner import resolve_device
+    from opscan.trace.scan import scan
+
+    try:
+        device = resolve_device(args.device or settings.device or "auto")
+    except TargetError as exc:
+        return error(str(exc))
+    steps = args.steps or settings.max_steps or 1
+    report = scan(targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape)
+    if device == "cpu":
+        report.notices.insert(0, PARTIAL_SCAN)
+    return emit(report, args) if report is not None else EXIT_ERROR

@@ -5,15 +5,27 @@
     with opscan.trace() as t:
         loss = model(x).sum()
         loss.backward()
-    for finding in t.findings:
-        print(finding.extra["op"], finding.path, finding.line, finding.extra["remedy"])
+    for f in t.findings:          # OpFinding: op, caller, phase, module, file, line, count, remedy, ...
+        print(f.op, f.file, f.line, f.remedy.text)
 
 Importing this package does not import torch; `trace()` and `check()` do.
 """
 
 from __future__ import annotations
 
-__all__ = ["Trace", "check", "trace"]
+__all__ = ["OpFinding", "Trace", "check", "trace"]
+
+NEEDS_TORCH = "opscan.trace needs torch; install opscan[trace]"
+
+
+def _import_tracer():
+    try:
+        from opscan.trace import tracer
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] == "torch":
+            raise ModuleNotFoundError(NEEDS_TORCH, name="torch") from None
+        raise
+    return tracer
 
 
 def trace(target: str | None = None, *, roots=(), rules=None, pin: bool = True, record_backward_sites: bool = True):
@@ -21,22 +33,21 @@ def trace(target: str | None = None, *, roots=(), rules=None, pin: bool = True, 
 
     Each offending op is caught, recorded with its source line, module and
     phase, rerun with determinism off, and the body goes on. After the block,
-    `.findings` lists them (DET100 findings) and every torch flag is as before.
+    `.findings` lists them (OpFinding) and every torch flag is as before.
     See `opscan.trace.tracer.Trace` for the arguments.
     """
-    from opscan.trace.tracer import Trace
-
-    return Trace(target, roots=roots, rules=rules, pin=pin, record_backward_sites=record_backward_sites)
+    return _import_tracer().Trace(target, roots=roots, rules=rules, pin=pin, record_backward_sites=record_backward_sites)
 
 
 def check(model, inputs, loss_fn=None, *, device=None, rules=None):
-    """Run one forward and backward of `model` on `inputs` under `trace()`; return the findings.
+    """Run one forward and backward of `model` on `inputs` under `trace()`; return its OpFindings.
 
     `inputs` is a tensor, a tuple of positional arguments or a dict of keyword
     arguments. `loss_fn(output)` makes the scalar to backpropagate; by default
     the sum of every floating-point output. With `device`, model and inputs are
     moved there first; otherwise they stay where they are.
     """
+    _import_tracer()
     from opscan.trace.targets import Workload, run_workload
 
     workload = Workload(name=None, model=model, inputs=inputs, loss_fn=loss_fn)
@@ -48,10 +59,8 @@ def check(model, inputs, loss_fn=None, *, device=None, rules=None):
 
 
 def __getattr__(name):
-    if name == "Trace":
-        from opscan.trace.tracer import Trace
-
-        return Trace
+    if name in ("Trace", "OpFinding"):
+        return getattr(_import_tracer(), name)
     raise AttributeError(f"module 'opscan.trace' has no attribute {name!r}")
 
 

@@ -86,9 +86,8 @@ def _norm(path: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _internal_roots() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(torch and opscan folders, standard library folders), normalised, each ending in a separator."""
-    import opscan
-
-    packages = {_norm(os.path.dirname(torch.__file__)), _norm(os.path.dirname(opscan.__file__))}
+    opscan_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this file is opscan/trace/sourcemap.py
+    packages = {_norm(os.path.dirname(torch.__file__)), _norm(opscan_dir)}
     stdlib = {_norm(os.path.dirname(os.__file__))}
     for key in ("stdlib", "platstdlib"):
         path = sysconfig.get_paths().get(key)
@@ -355,7 +354,12 @@ class SourceMap:
             pair = self._names.get(id(sub))
             if pair is None or pair[0] is not sub:
                 path = f"{base}.{name}" if base and name else (base or name)
-                self._names[id(sub)] = (sub, ModuleEntry(path, type(sub).__name__))
+                self._names[id(sub)] = (sub, ModuleEntry(_user_path(path), type(sub).__name__))
+
+
+def _user_path(path: str) -> str:
+    """A module path as the user wrote the model: torch.compile's wrapper adds `_orig_mod.` in front."""
+    return ".".join(part for part in path.split(".") if part != "_orig_mod")
 
 
 def _find_root(module, limit: int = 32):

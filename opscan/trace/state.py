@@ -55,11 +55,17 @@ def _get_fill() -> bool | None:
     return getter() if getter is not None else None
 
 
-def _call_site(depth: int) -> str:
+def _user_site(depth: int) -> tuple[str | None, int | None]:
+    """(path as shown, line) of the innermost user frame above the caller's `depth`-th frame."""
     from opscan.trace.sourcemap import display_path, user_frame
 
     frame = user_frame(sys._getframe(depth + 1))
-    return f"{display_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "?"
+    return (display_path(frame.f_code.co_filename), frame.f_lineno) if frame else (None, None)
+
+
+def _call_site(depth: int) -> str:
+    path, line = _user_site(depth + 1)
+    return f"{path}:{line}" if path else "?"
 
 
 class StrictMode:
@@ -105,3 +111,83 @@ class StrictMode:
             self.on_override(
                 f"{_call_site(1)} calls torch.set_deterministic_debug_mode({debug_mode!r}); the scan kept strict mode on"
             )
+
+
+class BenchmarkWatch:
+    """Context manager: remember where `torch.backends.cudnn.benchmark` was last set to True.
+
+    `torch.backends.cudnn` is a module object whose class holds `benchmark` as
+    a data descriptor; the watch wraps that descriptor's setter for the
+    duration, so the assignment still happens and its user line is recorded.
+    `site` is "file:line" of the last True assignment (None if it was not
+    seen or was set back to False). Where the descriptor is not found (another
+    torch layout), the watch records nothing and changes nothing.
+    """
+
+    def __init__(self):
+        self.site: tuple[str | None, int | None] | None = None
+        self._owner = None
+        self._original = None
+
+    def __enter__(self) -> BenchmarkWatch:
+        owner = type(torch.backends.cudnn)
+        original = owner.__dict__.get("benchmark")
+        if original is None or not hasattr(original, "__set__") or not hasattr(original, "__get__"):
+            return self
+        watch = self
+
+        class _Watched:
+            def __get__(self, obj, objtype=None):
+                return original.__get__(obj, objtype)
+
+            def __set__(self, obj, value):
+                original.__set__(obj, value)
+                watch.site = _user_site(1) if value else None
+
+        self._owner, self._original = owner, original
+        setattr(owner, "benchmark", _Watched())
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._owner is not None:
+            setattr(self._owner, "benchmark", self._original)
+            self._owner = self._original = None
+
+
+class RngState:
+    """The random generators' states: torch's (CPU and every initialised CUDA device), `random`'s and numpy's."""
+
+    def __init__(self, cpu, cuda, python, numpy):
+        self.cpu, self.cuda, self.python, self.numpy = cpu, cuda, python, numpy
+
+    @classmethod
+    def capture(cls) -> RngState:
+        import random
+
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+        numpy = sys.modules.get("numpy")
+        return cls(torch.get_rng_state(), cuda, random.getstate(), numpy.random.get_state() if numpy else None)
+
+    def restore(self) -> None:
+        import random
+
+        torch.set_rng_state(self.cpu)
+        if self.cuda is not None:
+            torch.cuda.set_rng_state_all(self.cuda)
+        random.setstate(self.python)
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and self.numpy is not None:
+            numpy.random.set_state(self.numpy)
+
+    @staticmethod
+    def seed_all(seed: int) -> None:
+        """Seed torch (every device), `random` and numpy (if installed), as a training script would."""
+        import random
+
+        torch.manual_seed(seed)
+        random.seed(seed)
+        try:
+            import numpy
+        except ImportError:
+            return
+        numpy.random.seed(seed % 2**32)

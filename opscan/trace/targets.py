@@ -33,11 +33,13 @@ from typing import Any
 import torch
 from torch import nn
 
-ZOOS = ("torchvision", "timm", "hf")
+
+# The opscan package's folder (this file is opscan/trace/targets.py): its frames are not the user's.
+OPSCAN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class TargetError(Exception):
-    """The target cannot be loaded or run as given: a message for the user, no traceback."""
+# Defined where no torch is imported, so that a command can refuse a malformed target before importing torch.
+from opscan.trace.spec import ZOOS, TargetError  # noqa: E402,F401
 
 
 class UserCodeError(Exception):
@@ -50,13 +52,6 @@ class UserCodeError(Exception):
 
     def format_traceback(self) -> str:
         return format_user_traceback(self.original)
-
-
-class StopScript(BaseException):
-    """Raised from the optimizer step hook to end a script after --max-steps steps.
-
-    A BaseException, so that a script's `except Exception` does not swallow it.
-    """
 
 
 @dataclass
@@ -348,12 +343,6 @@ def _hf(spec: str, rest: str, input_shape):
 # ---------------------------------------------------------------- scripts
 
 
-@dataclass
-class ScriptOutcome:
-    steps: int
-    stopped: bool  # True if opscan ended it after --max-steps
-
-
 @contextlib.contextmanager
 def stdout_to_stderr():
     """Send the script's stdout, Python's and the file descriptor's, to stderr."""
@@ -375,49 +364,12 @@ def stdout_to_stderr():
             os.close(saved)
 
 
-def run_script(path: str, argv: list[str], *, max_steps: int = 1) -> ScriptOutcome:
-    """Run a script as `python path argv...` until it ends or has taken `max_steps` optimizer steps."""
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    if not os.path.isfile(path):
-        raise TargetError(f"{path}: no such file")
-    steps = 0
-
-    def after_step(optimizer, args, kwargs):
-        nonlocal steps
-        steps += 1
-        if steps >= max_steps:
-            raise StopScript()
-
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [path, *argv]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    handle = register_optimizer_step_post_hook(after_step)
-    try:
-        with stdout_to_stderr():
-            runpy.run_path(path, run_name="__main__")
-    except StopScript:
-        return ScriptOutcome(steps, True)
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            raise TargetError(f"{path} exited with status {exc.code} after {steps} optimizer step(s)") from None
-    except Exception as exc:
-        raise UserCodeError(exc, f"{path} raised") from exc
-    finally:
-        handle.remove()
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-    return ScriptOutcome(steps, False)
-
-
 # ---------------------------------------------------------------- tracebacks
 
 
 def format_user_traceback(exc: BaseException) -> str:
     """The exception's traceback without opscan's and runpy's frames: what the user's code did."""
-    import opscan
-
-    hidden = (os.path.dirname(os.path.abspath(opscan.__file__)) + os.sep, os.path.abspath(runpy.__file__))
+    hidden = (OPSCAN_DIR + os.sep, os.path.abspath(runpy.__file__))
     te = traceback.TracebackException.from_exception(exc)
     for part in _chain(te):
         kept = [f for f in part.stack if not os.path.abspath(f.filename).startswith(hidden) and "<frozen" not in f.filename]

@@ -3,7 +3,7 @@
     with Trace(target="model.py:build") as t:
         loss = model(x).sum()
         loss.backward()
-    t.findings  # one DET100 Finding per (op, caller, phase, source line, module)
+    t.findings  # one OpFinding per (op, caller, phase, source line, module)
 
 Entering puts the process in strict deterministic mode, installs the module and
 optimizer hooks of the source map and pushes the catching dispatch mode;
@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import torch
 
 from opscan.findings import Finding
+from opscan.rules import Remedy
 from opscan.trace.catch import CatchMode, parse_alert
-from opscan.trace.codes import CODE
-from opscan.trace.remedy import ALLOW_HELPER, remedy_for
+from opscan.trace.codes import CUBLAS_CODE, OP_CODE
+from opscan.trace.remedy import ALLOW_HELPER, generic_remedy
 from opscan.trace.sourcemap import (
     NOWHERE,
     SourceMap,
@@ -59,6 +60,85 @@ class Occurrence:
         return (self.target, self.op, self.caller, self.phase, self.filename, self.lineno, self.module)
 
 
+@dataclass(frozen=True)
+class OpFinding:
+    """One op with no deterministic implementation, where it ran, and what to do about it.
+
+    The public result of a scan: `opscan.trace()` and the pytest plugin hand
+    these out; `to_finding()` makes the Finding the formatters render.
+    `file` and `line` are the user's line that ran the op (for a backward op,
+    the forward line that created its autograd node); `module` is the
+    `nn.Module` path from the scanned root ("" for the root itself).
+    """
+
+    op: str
+    caller: str
+    phase: str
+    module: str
+    module_class: str
+    file: str | None
+    line: int | None
+    line_text: str
+    shapes: tuple
+    dtypes: tuple
+    count: int
+    remedy: Remedy
+    rule: str | None = None
+    target: str | None = None
+    kind: str = "op"  # "op", or "cublas" for the cuBLAS workspace alert
+    autograd_node: str | None = None
+    mapped: bool = True  # False: a backward op whose forward the scan did not see
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else "an unknown line"
+
+    @property
+    def message(self) -> str:
+        if self.kind == "cublas":
+            return (
+                f"{self.op} uses cuBLAS, and CUBLAS_WORKSPACE_CONFIG is not :4096:8 or :16:8, "
+                "so this torch refuses it in deterministic mode"
+            )
+        module = f" in {self.module} ({self.module_class})" if self.module else f" in {self.module_class}" if self.module_class else ""
+        runs = f", {self.count} calls" if self.count > 1 else ""
+        if self.phase == "backward":
+            origin = f"the forward op at {self.where}" if self.mapped else "a forward op the scan did not see"
+            return f"{self.op} ({self.caller}) has no deterministic implementation; it runs in backward of {origin}{module}{runs}"
+        return f"{self.op} ({self.caller}) has no deterministic implementation ({self.phase}){module}{runs}"
+
+    def to_finding(self) -> Finding:
+        properties = {
+            "target": self.target or "",
+            "op": self.op,
+            "caller": self.caller,
+            "phase": self.phase,
+            "module": self.module,
+            "module_class": self.module_class,
+            "file": self.file,
+            "line": self.line,
+            "shapes": [list(s) for s in self.shapes],
+            "dtypes": list(self.dtypes),
+            "count": self.count,
+            "remedy_source": self.remedy.source,
+        }
+        if self.rule is not None:
+            properties["rule"] = self.rule
+        if self.autograd_node:
+            properties["autograd_node"] = self.autograd_node
+        return Finding(
+            code=CUBLAS_CODE if self.kind == "cublas" else OP_CODE,
+            message=self.message,
+            path=self.file,
+            line=self.line or 1,
+            line_text=self.line_text,
+            source_path=self.file,
+            help=self.remedy.text,
+            help_code=self.remedy.code,
+            properties=properties,
+        )
+
+
 def _tensor_summary(args, kwargs):
     shapes, dtypes = [], []
 
@@ -92,7 +172,7 @@ class Trace:
     def __init__(self, target: str | None = None, *, roots=(), rules=None, pin: bool = True, record_backward_sites: bool = True):
         self.target = target
         self.notices: list[str] = []
-        self.errors: list[dict] = []
+        self.errors: list[str] = []  # problems that are not findings (the rules data would not load)
         self.occurrences: dict[tuple, Occurrence] = {}
         self.flags_seen: TorchFlags | None = None
         self.cublas_alerted = False
@@ -202,60 +282,45 @@ class Trace:
             try:
                 self._rules = load()
             except (RulesError, OSError) as exc:
-                self.errors.append({"message": f"cannot load the rules data: {exc}"})
+                self.errors.append(f"cannot load the rules data: {exc}")
                 self._rules = None
         return self._rules
 
     @property
-    def findings(self) -> list[Finding]:
-        return [self._finding(o) for o in self.occurrences.values()]
+    def findings(self) -> list[OpFinding]:
+        """Every offending op seen so far, in the order first seen."""
+        return [self._op_finding(o) for o in self.occurrences.values()]
 
-    def _finding(self, o: Occurrence) -> Finding:
-        remedy, rule = remedy_for(
-            self.rules,
+    def _op_finding(self, o: Occurrence) -> OpFinding:
+        import torch
+
+        rules = self.rules
+        rule = rules.for_alert(o.caller, o.op, torch_version=torch.__version__) if rules is not None else None
+        if rule is not None:
+            remedy = rule.remedy_for(o.shapes, op=o.op, module_label=o.module)
+            if not remedy.code:  # a remedy in prose only: still give the code that keeps the op on purpose
+                remedy = Remedy(remedy.text, f"{ALLOW_HELPER}\n\nwith nondeterministic_allowed():\n    {o.line_text or '...'}\n", remedy.source)
+        else:
+            remedy = generic_remedy(o.caller, o.phase, o.line_text)
+        return OpFinding(
             op=o.op,
             caller=o.caller,
             phase=o.phase,
-            shapes=o.shapes,
-            line_text=o.line_text,
-            module_label=o.module,
+            module=o.module,
             module_class=o.module_class,
+            file=display_path(o.filename),
+            line=o.lineno,
+            line_text=o.line_text,
+            shapes=tuple(tuple(s) for s in o.shapes),
+            dtypes=tuple(o.dtypes),
+            count=o.count,
+            remedy=remedy,
+            rule=rule.id if rule is not None else None,
+            target=o.target,
+            kind=o.kind,
+            autograd_node=o.autograd_node,
+            mapped=o.mapped,
         )
-        remedy_code = remedy.code or f"{ALLOW_HELPER}\n\nwith nondeterministic_allowed():\n    {o.line_text or '...'}\n"
-        path = display_path(o.filename)
-        where = f"{path}:{o.lineno}" if path else "an unknown line"
-        if o.kind == "cublas":
-            message = (
-                f"{o.op} uses cuBLAS, and CUBLAS_WORKSPACE_CONFIG is not :4096:8 or :16:8, "
-                "so this stack refuses it in deterministic mode"
-            )
-        elif o.phase == "backward":
-            origin = f"the forward op at {where}" if o.mapped else "a forward op the scan did not see"
-            message = f"{o.op} ({o.caller}) has no deterministic implementation; it runs in backward of {origin}"
-        else:
-            message = f"{o.op} ({o.caller}) has no deterministic implementation ({o.phase})"
-        extra = {
-            "target": o.target or "",
-            "op": o.op,
-            "caller": o.caller,
-            "phase": o.phase,
-            "module": o.module,
-            "module_class": o.module_class,
-            "file": path,
-            "line": o.lineno,
-            "line_text": o.line_text,
-            "shapes": o.shapes,
-            "dtypes": o.dtypes,
-            "count": o.count,
-            "remedy": remedy.text,
-            "remedy_code": remedy_code,
-            "remedy_source": remedy.source,
-        }
-        if rule is not None:
-            extra["rule"] = rule.id
-        if o.autograd_node:
-            extra["autograd_node"] = o.autograd_node
-        return Finding(code=CODE, message=message, path=path, line=o.lineno or 1, extra=extra)
 
 
 def collect_env(device: str, flags: TorchFlags | None = None, cublas_alerted: bool = False) -> dict:

@@ -202,9 +202,8 @@ def scan_keys(findings) -> set[tuple]:
     """The same key for opscan's findings, with paths made absolute."""
     keys = set()
     for f in findings:
-        x = f.extra
-        file = os.path.realpath(x["file"]) if x.get("file") else None
-        keys.add((x["op"], x["caller"], x["phase"], file, x["line"]))
+        file = os.path.realpath(f.file) if f.file else None
+        keys.add((f.op, f.caller, f.phase, file, f.line))
     return keys
 
 

@@ -142,16 +142,16 @@ def test_layer_findings_equal_strict_mode(name, make_layer, make_inputs):
     layer = make_layer().to(DEV)
     inputs = make_inputs()
     t = scan(Wrap(layer), inputs)
-    got = {(f.extra["phase"], f.extra["caller"]) for f in t.findings}
+    got = {(f.phase, f.caller) for f in t.findings}
     want = layer_oracle(Wrap(layer), tuple(x.detach().requires_grad_(x.requires_grad) for x in inputs))
     assert got == want
     this_file = os.path.realpath(__file__)
     for f in t.findings:
         # Backward findings point at the forward line that created the node; forward ones at the calling line.
-        assert os.path.realpath(f.extra["file"]) == this_file, f.extra
-        assert f.extra["line"] == _expected_line(layer), (f.extra["phase"], f.extra["line_text"])
-        assert f.extra["module"].startswith("layer"), f.extra["module"]
-        assert f.extra["remedy"]
+        assert os.path.realpath(f.file) == this_file, f
+        assert f.line == _expected_line(layer), (f.phase, f.line_text)
+        assert f.module.startswith("layer"), f.module
+        assert f.remedy.text
 
 
 def test_layer_list_is_broad_and_the_oracle_is_not_vacuous():
@@ -169,9 +169,9 @@ def test_identity_remedy_for_adaptive_pool_on_its_own_size():
     layer = nn.AdaptiveAvgPool2d(7).to(DEV)
     t = scan(Wrap(layer), (r(2, 4, 7, 7),))
     (finding,) = t.findings
-    assert finding.extra["phase"] == "backward"
-    assert finding.extra["remedy_code"] == "nn.Identity()" and "already 7x7" in finding.extra["remedy"]
-    assert (finding.extra["module"], finding.extra["module_class"]) == ("layer", "AdaptiveAvgPool2d")
+    assert finding.phase == "backward"
+    assert finding.remedy.code == "nn.Identity()" and "already 7x7" in finding.remedy.text
+    assert (finding.module, finding.module_class) == ("layer", "AdaptiveAvgPool2d")
 
 
 # ---------------------------------------------------------------- torchvision models
@@ -228,15 +228,15 @@ def test_model_backward_finding_points_at_the_forward_line(name, attribute, size
 
     model = models.get_model(name, weights=None).to(DEV).train()
     t = scan(model, torch.randn(2, 3, 224, 224, device=DEV))
-    pool = [f for f in t.findings if f.extra["module"] == attribute]
-    assert pool, [f.extra for f in t.findings]
+    pool = [f for f in t.findings if f.module == attribute]
+    assert pool, t.findings
     (finding,) = pool
     source = inspect.getsource(type(model).forward)
-    assert finding.extra["phase"] == "backward"
-    assert finding.extra["module_class"] == "AdaptiveAvgPool2d"
-    assert finding.extra["line_text"] == f"x = self.{attribute}(x)" and finding.extra["line_text"] in source
-    assert os.path.realpath(finding.extra["file"]) == os.path.realpath(inspect.getsourcefile(type(model)))
-    assert finding.extra["remedy_code"] == "nn.Identity()" and f"already {size}x{size}" in finding.extra["remedy"]
+    assert finding.phase == "backward"
+    assert finding.module_class == "AdaptiveAvgPool2d"
+    assert finding.line_text == f"x = self.{attribute}(x)" and finding.line_text in source
+    assert os.path.realpath(finding.file) == os.path.realpath(inspect.getsourcefile(type(model)))
+    assert finding.remedy.code == "nn.Identity()" and f"already {size}x{size}" in finding.remedy.text
 
 
 # ---------------------------------------------------------------- the command on the GPU

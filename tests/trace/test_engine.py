@@ -13,7 +13,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import opscan
 from opscan.trace.catch import CUBLAS_CALLER, parse_alert
-from opscan.trace.remedy import find_rule, remedy_for, shape_remedy
+from opscan.rules import adaptive_pool_remedy as shape_remedy
+from opscan.trace.remedy import generic_remedy
 from opscan.trace.sourcemap import SourceMap
 
 ALERT = (
@@ -105,8 +106,8 @@ def test_backward_of_a_forward_outside_the_trace_is_still_found():
     with opscan.trace() as t:
         y.sum().backward()
     (finding,) = t.findings
-    assert finding.extra["phase"] == "backward"
-    assert finding.extra["file"] is None and "a forward op the scan did not see" in finding.message
+    assert finding.phase == "backward"
+    assert finding.file is None and "a forward op the scan did not see" in finding.message
 
 
 def test_modules_outside_roots_are_named_from_their_parents():
@@ -122,12 +123,12 @@ def test_modules_outside_roots_are_named_from_their_parents():
     with opscan.trace() as t:
         model(torch.randn(1, 1, 4))
     (finding,) = t.findings
-    assert (finding.extra["module"], finding.extra["module_class"]) == ("1.0.unpool", "MaxUnpool1d")
+    assert (finding.module, finding.module_class) == ("1.0.unpool", "MaxUnpool1d")
     assert SourceMap().name(None) is None
 
 
 def test_opscan_trace_is_callable_as_module_and_function():
-    import opscan.trace.command
+    import opscan.commands.scan  # noqa: F401
 
     with opscan.trace() as t:
         pass
@@ -188,23 +189,23 @@ def test_rule_remedy_is_used_and_generic_otherwise(tmp_path):
         )
     )
     db = load(str(tmp_path))
-    assert find_rule(db, "other caller", "aten.max_unpool2d.default").id == "max-unpool"
-    assert find_rule(db, "max_unpooling2d_forward_out", "aten.x.default").id == "max-unpool"
+    assert db.for_alert("other caller", "aten.max_unpool2d.default").id == "max-unpool"
+    assert db.for_alert("max_unpooling2d_forward_out", "aten.x.default").id == "max-unpool"
     model = nn.Sequential(nn.MaxPool2d(2, return_indices=True))
     unpool = nn.MaxUnpool2d(2)
     with opscan.trace(rules=db) as t:
         y, idx = model(torch.randn(1, 1, 4, 4))
         unpool(y, idx).flatten().put(torch.tensor([0]), torch.ones(1))
-    by_op = {f.extra["op"]: f.extra for f in t.findings}
-    assert by_op["aten.max_unpool2d.default"]["remedy"] == "Replace MaxUnpool2d with nearest upsampling times a mask."
-    assert by_op["aten.max_unpool2d.default"]["rule"] == "max-unpool"
+    by_op = {f.op: f for f in t.findings}
+    assert by_op["aten.max_unpool2d.default"].remedy.text == "Replace MaxUnpool2d with nearest upsampling times a mask."
+    assert by_op["aten.max_unpool2d.default"].rule == "max-unpool"
     put = by_op["aten.put.default"]
-    assert put["remedy_source"] == "generic" and "nondeterministic_allowed" in put["remedy_code"]
-    assert "unpool(y, idx).flatten().put" in put["remedy_code"]
+    assert put.remedy.source == "generic" and "nondeterministic_allowed" in put.remedy.code
+    assert "unpool(y, idx).flatten().put" in put.remedy.code
 
 
 def test_generic_remedy_code_runs():
-    generic, _ = remedy_for(None, op="aten.put.default", caller="put_", phase="forward", shapes=[], line_text="y = x.put(i, v)")
+    generic = generic_remedy("put_", "forward", "y = x.put(i, v)")
     namespace = {"x": torch.zeros(3), "i": torch.tensor([1]), "v": torch.ones(1)}
     torch.use_deterministic_algorithms(True)
     try:

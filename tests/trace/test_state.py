@@ -80,7 +80,7 @@ def test_state_is_restored_after_the_model_raises(flags):
         assert not torch.is_deterministic_algorithms_warn_only_enabled()
         Raises()(torch.randn(1, 1, 4))
     assert globals_snapshot() == before
-    assert [f.extra["op"] for f in t.findings] == ["aten.max_unpool2d.default"]
+    assert [f.op for f in t.findings] == ["aten.max_unpool2d.default"]
     assert any("use_deterministic_algorithms(False" in n for n in t.notices)
 
 

@@ -1,0 +1,51 @@
+"""The flags and exit codes every command shares: `--output-format`, `-o`, and 0 clean / 1 findings / 2 error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from opscan.output import FORMATS
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS, default: str = "text") -> None:
+    parser.add_argument("--output-format", choices=formats, default=default, help=f"report format (default {default})")
+    parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+
+
+def error(message: str) -> int:
+    """Say what is wrong, on stderr, and give the error exit code."""
+    print(f"opscan: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def emit(report, args: argparse.Namespace) -> int:
+    """Render the report as asked, write it, and return its exit code.
+
+    When the report does not go to the terminal as text (a file, or json on
+    stdout), its notices and errors are repeated on stderr, so that a person
+    watching the run still sees them; a text report on stdout carries them itself.
+    """
+    from opscan.output import render, write
+
+    try:
+        write(render(report, args.output_format), args.output_file)
+    except OSError as exc:
+        return error(f"cannot write {args.output_file}: {exc.strerror or exc}")
+    if args.output_format != "text" or args.output_file not in (None, "-"):
+        for notice in report.notices:
+            print(f"opscan: {notice}", file=sys.stderr)
+        for problem in report.errors:
+            print(f"opscan: error: {problem.message}", file=sys.stderr)
+    return report.exit_code()
+
+
+def needs_torch(command: str) -> str | None:
+    """None if torch imports, else the message to give."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return f"opscan {command} needs torch; install opscan[trace]"
+    return None

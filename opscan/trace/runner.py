@@ -1,0 +1,201 @@
+"""Load a target, put it on a device, run it for some steps under the given modes, and put torch back.
+
+Every torch-side command goes through `run()`: `scan` with the catching
+mode, `record` with the recording mode, `bench` with none (it times the
+steps itself through `on_step`). A target is parsed first, without torch
+(`parse_target`), so that a malformed one is refused before anything is
+imported or printed.
+
+    target = parse_target("torchvision:resnet18")
+    outcome = run(target, device="cuda", steps=2, train=True, modes=lambda model: [Trace(roots=(model,))])
+    outcome.problem   # a Problem if the target would not load or its code raised, else None
+
+Whatever happens, the determinism and cuDNN flags, the RNG states, `sys.argv`
+and `sys.path` are as before when `run()` returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from opscan.findings import Problem
+from opscan.trace.spec import Target, TargetError, parse_target, script_target  # noqa: F401 - re-exported
+
+def resolve_device(requested: str) -> str:
+    """'auto' -> cuda if there is a GPU, else cpu; otherwise check that the device exists."""
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(requested)
+    except RuntimeError:
+        raise TargetError(f"{requested!r} is not a device; use cuda, cuda:N, cpu or auto") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise TargetError(f"--device {requested} asked for, but no CUDA GPU is available")
+    return str(device)
+
+
+@dataclass
+class Outcome:
+    """How a run went. `steps` counts training steps (optimizer steps for a script)."""
+
+    target: Target
+    steps: int = 0
+    stopped: bool = False  # opscan ended a script at its step limit
+    notices: list[str] = field(default_factory=list)
+    problem: Problem | None = None
+    flags: object = None  # TorchFlags as they stood at the first step (or the end, with no step)
+    benchmark_site: tuple | None = None  # (path, line) where cudnn.benchmark was last set to True, if seen
+
+
+class _Stop(BaseException):
+    """Raised from the optimizer step hook to end a script at its step limit.
+
+    A BaseException, so that a script's `except Exception` does not swallow it.
+    """
+
+
+ModeFactory = Callable[[object], Iterable[contextlib.AbstractContextManager]]
+
+
+def run(
+    target: Target,
+    *,
+    device: str,
+    steps: int = 1,
+    train: bool = False,
+    input_shape: tuple[int, ...] | None = None,
+    seed: int | None = None,
+    modes: ModeFactory = lambda model: (),
+    on_step: Callable[[int], None] | None = None,
+) -> Outcome:
+    """Run `target` for `steps` steps on `device` under the context managers `modes(model)` returns.
+
+    A model target runs forward and backward `steps` times; with `train`, each
+    step also takes an SGD step (so a step is an optimizer step, as in a
+    script). A script runs until it ends or has taken `steps` optimizer steps.
+    `modes` gets the model (None for a script) once it is on the device.
+    `on_step(i)` is called after step i (0-based) has finished. With `seed`,
+    torch, `random` and numpy are seeded before the target is built.
+    """
+    import torch
+
+    from opscan.trace import targets as loaders
+    from opscan.trace.state import BenchmarkWatch, RngState, TorchFlags
+
+    outcome = Outcome(target)
+    saved_flags, saved_rng = TorchFlags.capture(), RngState.capture()
+    try:
+        with loaders.stdout_to_stderr(), BenchmarkWatch() as watch:
+            if seed is not None:
+                RngState.seed_all(seed)
+            try:
+                if target.kind == "script":
+                    _run_script(target, steps, modes, on_step, outcome)
+                else:
+                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome)
+            finally:
+                outcome.benchmark_site = watch.site
+                if outcome.flags is None:
+                    outcome.flags = TorchFlags.capture()
+    except TargetError as exc:
+        outcome.problem = Problem(str(exc), target.name)
+    except loaders.UserCodeError as exc:
+        outcome.problem = Problem(str(exc), target.name, exc.format_traceback())
+    except Exception as exc:  # noqa: BLE001 - the model's own error, whatever it is
+        outcome.problem = Problem(
+            f"{target.name} raised: {type(exc).__name__}: {exc}", target.name, loaders.format_user_traceback(exc)
+        )
+    finally:
+        saved_flags.restore()
+        saved_rng.restore()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    return outcome
+
+
+def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome) -> None:
+    import torch
+
+    from opscan.trace import targets as loaders
+    from opscan.trace.state import TorchFlags
+
+    if input_shape is not None and target.kind != "zoo":
+        raise TargetError(
+            f"{target.name}: --input-shape applies to torchvision:, timm: and hf: targets only; "
+            "a FILE.py:CALLABLE target builds its own inputs"
+        )
+    workload = loaders.load_target(target.spec, input_shape=input_shape)
+    workload = workload.to(device)
+    optimizer = torch.optim.SGD(workload.model.parameters(), lr=0.01, momentum=0.9) if train else None
+    with contextlib.ExitStack() as stack:
+        for mode in modes(workload.model):
+            stack.enter_context(mode)
+        for step in range(steps):
+            if step == 0:
+                outcome.flags = TorchFlags.capture()
+            if optimizer is not None:
+                optimizer.zero_grad(set_to_none=True)
+            for notice in loaders.run_workload(workload):
+                if notice not in outcome.notices:
+                    outcome.notices.append(notice)
+            if optimizer is not None:
+                optimizer.step()
+            outcome.steps = step + 1
+            if on_step is not None:
+                on_step(step)
+
+
+def _run_script(target, steps, modes, on_step, outcome) -> None:
+    import runpy
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    from opscan.trace import targets as loaders
+    from opscan.trace.state import TorchFlags
+
+    path = target.spec
+    if not os.path.isfile(path):
+        raise TargetError(f"{path}: no such file")
+
+    def before_step(optimizer, args, kwargs):
+        if outcome.flags is None:
+            outcome.flags = TorchFlags.capture()  # what training runs with
+
+    def after_step(optimizer, args, kwargs):
+        outcome.steps += 1
+        if on_step is not None:
+            on_step(outcome.steps - 1)
+        if outcome.steps >= steps:
+            raise _Stop()
+
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [path, *target.argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    handles = [register_optimizer_step_pre_hook(before_step), register_optimizer_step_post_hook(after_step)]
+    try:
+        with contextlib.ExitStack() as stack:
+            for mode in modes(None):
+                stack.enter_context(mode)
+            runpy.run_path(path, run_name="__main__")
+    except _Stop:
+        outcome.stopped = True
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise TargetError(f"{path} exited with status {exc.code} after {outcome.steps} optimizer step(s)") from None
+    except Exception as exc:
+        raise loaders.UserCodeError(exc, f"{path} raised") from exc
+    finally:
+        for handle in handles:
+            handle.remove()
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    if outcome.stopped:
+        outcome.notices.append(f"stopped after {outcome.steps} optimizer step(s)")
+    else:
+        outcome.notices.append(f"the script ended after {outcome.steps} optimizer step(s)")

@@ -1,0 +1,86 @@
+"""The scan: each target through the runner under the catching Trace, into one Report.
+
+Besides each op that raises (DET100), it judges the settings the run really
+had: the cuBLAS workspace on a torch that checks it (DET102) and, for a
+training script, `cudnn.benchmark` while it trained (DET105).
+"""
+
+from __future__ import annotations
+
+import os
+
+from opscan.findings import Finding, Problem, Report
+from opscan.trace.codes import BENCHMARK_CODE, CUBLAS_CODE, RULES
+
+
+def scan(targets, *, device: str, steps: int = 1, input_shape=None) -> Report:
+    """Scan every target on `device`; a target that fails is a Problem in the report, and the others still run."""
+    from opscan.trace.runner import run
+    from opscan.trace.tracer import Trace, collect_env
+
+    report = Report("scan", rules=RULES)
+    flags, cublas_alerted = None, False
+    for target in targets:
+        traces: list[Trace] = []
+
+        def modes(model, target=target):
+            trace = Trace(target.name, roots=(model,) if model is not None else ())
+            traces.append(trace)
+            return [trace]
+
+        is_script = target.kind == "script"
+        outcome = run(target, device=device, steps=steps if is_script else 1, input_shape=input_shape, modes=modes)
+        report.notices.extend(f"{target.name}: {n}" for n in outcome.notices)
+        if outcome.problem is not None:
+            report.errors.append(outcome.problem)
+        for trace in traces:
+            found = trace.findings
+            cublas_alerted = cublas_alerted or any(f.kind == "cublas" for f in found)
+            report.findings.extend(f.to_finding() for f in found)
+            report.notices.extend(f"{target.name}: {n}" for n in trace.notices)
+            report.errors.extend(Problem(message, target.name) for message in trace.errors)
+        flags = outcome.flags or flags
+        if is_script and outcome.flags is not None and outcome.flags.cudnn_benchmark:
+            report.findings.append(_benchmark_finding(target.name, outcome.benchmark_site))
+
+    try:
+        report.env = collect_env(device, flags, cublas_alerted)
+    except Exception as exc:  # noqa: BLE001 - a broken CUDA context must not cost the findings
+        report.errors.append(Problem(f"could not read the environment: {exc}"))
+    else:
+        if report.env.get("cublas_enforced") and not cublas_alerted:
+            report.findings.append(_cublas_finding(report.env))
+    report.env["targets"] = len(targets)
+    return report
+
+
+def _benchmark_finding(target: str, site) -> Finding:
+    path, line = site if site else (None, None)
+    where = f" (set at {path}:{line})" if path else ""
+    return Finding(
+        code=BENCHMARK_CODE,
+        message=(
+            f"cudnn.benchmark was True while {target} trained{where}: cuDNN's autotuner picks kernels by timing, "
+            "so two runs may use different algorithms"
+        ),
+        path=path,
+        line=line or 1,
+        help="Set torch.backends.cudnn.benchmark = False (Lightning: Trainer(benchmark=False)).",
+        help_code="torch.backends.cudnn.benchmark = False",
+        properties={"target": target, "cudnn_benchmark": True},
+    )
+
+
+def _cublas_finding(env: dict) -> Finding:
+    value = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    shown = "unset" if value is None else repr(value)
+    return Finding(
+        code=CUBLAS_CODE,
+        message=(
+            f"torch {env.get('torch')} refuses cuBLAS in deterministic mode unless CUBLAS_WORKSPACE_CONFIG is "
+            f":4096:8 or :16:8, and it is {shown} here"
+        ),
+        help='Set CUBLAS_WORKSPACE_CONFIG=":4096:8" before the first CUDA call (torch 2.10 and later do not need it).',
+        help_code='import os\nos.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # before importing torch',
+        properties={"cublas_workspace_config": value},
+    )

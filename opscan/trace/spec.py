@@ -1,0 +1,58 @@
+"""What a target is, parsed without importing torch, so that a command refuses a malformed one first.
+
+Targets:
+    path/to/file.py:callable     the callable returns (model, inputs) or (model, inputs, loss_fn)
+    pkg.module:callable          the same, imported from a module
+    torchvision:NAME, timm:NAME, hf:MODEL_TYPE[,key=value]   a model zoo's model, random init
+    --run script.py ARGS         an unmodified training script
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class TargetError(Exception):
+    """The target cannot be loaded or run as given: a message for the user, no traceback."""
+
+
+ZOOS = ("torchvision", "timm", "hf")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run: `kind` is "callable" (FILE.py:NAME or MODULE:NAME), "zoo" or "script"."""
+
+    spec: str
+    kind: str
+    argv: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.spec
+
+
+def parse_target(spec: str) -> Target:
+    """Check a TARGET's spelling, without importing torch or the target."""
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in ZOOS:
+        if not rest:
+            raise TargetError(f"{spec!r}: name a model after '{prefix}:'")
+        return Target(spec, "zoo")
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name:
+        raise TargetError(
+            f"{spec!r} is not a target; use FILE.py:CALLABLE, MODULE:CALLABLE, torchvision:NAME, timm:NAME or hf:NAME "
+            "(or --run SCRIPT to run a training script)"
+        )
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise TargetError(f"{spec!r}: {name!r} is not a Python name")
+    return Target(spec, "callable")
+
+
+def script_target(path: str, argv: Sequence[str] = ()) -> Target:
+    """A training script run as `python path argv...`."""
+    if not path:
+        raise TargetError("--run needs a script path")
+    return Target(path, "script", tuple(argv))
