@@ -24,9 +24,10 @@ def error(message: str) -> int:
 def emit(report, args: argparse.Namespace) -> int:
     """Render the report as asked, write it, and return its exit code.
 
-    When the report does not go to the terminal as text (a file, or json on
-    stdout), its notices and errors are repeated on stderr, so that a person
-    watching the run still sees them; a text report on stdout carries them itself.
+    When the report does not go to stdout as text (a file, or json on
+    stdout), its notices and errors (with their tracebacks) are repeated on
+    stderr, so that a person watching the run still sees them; a text report
+    on stdout carries them itself, once.
     """
     from opscan.output import render, write
 
@@ -39,6 +40,8 @@ def emit(report, args: argparse.Namespace) -> int:
             print(f"opscan: {notice}", file=sys.stderr)
         for problem in report.errors:
             print(f"opscan: error: {problem.message}", file=sys.stderr)
+            if problem.detail:
+                print(problem.detail.rstrip("\n"), file=sys.stderr)
     return report.exit_code()
 
 

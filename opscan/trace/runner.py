@@ -94,15 +94,19 @@ def run(
         with loaders.stdout_to_stderr(), BenchmarkWatch() as watch:
             if seed is not None:
                 RngState.seed_all(seed)
-            try:
-                if target.kind == "script":
-                    _run_script(target, steps, modes, on_step, outcome)
-                else:
-                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome)
-            finally:
-                outcome.benchmark_site = watch.site
+            def first_step() -> None:
+                # What training runs with: the flags, and who set the autotuner, as the first step starts.
                 if outcome.flags is None:
                     outcome.flags = TorchFlags.capture()
+                    outcome.benchmark_site = watch.site
+
+            try:
+                if target.kind == "script":
+                    _run_script(target, steps, modes, on_step, outcome, first_step)
+                else:
+                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step)
+            finally:
+                first_step()
     except TargetError as exc:
         outcome.problem = Problem(str(exc), target.name)
     except loaders.UserCodeError as exc:
@@ -119,11 +123,10 @@ def run(
     return outcome
 
 
-def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome) -> None:
+def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step) -> None:
     import torch
 
     from opscan.trace import targets as loaders
-    from opscan.trace.state import TorchFlags
 
     if input_shape is not None and target.kind != "zoo":
         raise TargetError(
@@ -137,8 +140,7 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
         for mode in modes(workload.model):
             stack.enter_context(mode)
         for step in range(steps):
-            if step == 0:
-                outcome.flags = TorchFlags.capture()
+            first_step()
             if optimizer is not None:
                 optimizer.zero_grad(set_to_none=True)
             for notice in loaders.run_workload(workload):
@@ -151,21 +153,19 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
                 on_step(step)
 
 
-def _run_script(target, steps, modes, on_step, outcome) -> None:
+def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
     import runpy
 
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     from opscan.trace import targets as loaders
-    from opscan.trace.state import TorchFlags
 
     path = target.spec
     if not os.path.isfile(path):
         raise TargetError(f"{path}: no such file")
 
     def before_step(optimizer, args, kwargs):
-        if outcome.flags is None:
-            outcome.flags = TorchFlags.capture()  # what training runs with
+        first_step()
 
     def after_step(optimizer, args, kwargs):
         outcome.steps += 1

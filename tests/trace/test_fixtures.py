@@ -33,5 +33,5 @@ def test_fixture_findings(capsys, name):
         assert finding["code"] == "DET100"
         assert finding["target"] == f"{name}.py:build"
         assert finding["path"] == finding["file"] and finding["line"] >= 1
-        assert finding["remedy"] and finding["remedy_code"]
-    assert "scanning on the CPU" in err
+        assert finding["help"] and finding["help_code"]
+    assert "scanned on the CPU" in err  # json on stdout: the notice is repeated on stderr

@@ -19,25 +19,31 @@ def run(capsys, fmt):
     return out
 
 
-def test_text_table(capsys):
+REMEDY_CODE = "x.view(-1).index_put_((index.view(-1),), source.view(-1), accumulate=accumulate)"
+
+
+def test_text(capsys):
     out = run(capsys, "text")
     lines = out.splitlines()
     assert lines[0].startswith("torch=") and "device=cpu" in lines[0]
-    header = lines[1].split()
-    assert header[:6] == ["target", "op", "phase", "module", "where", "count"]
-    rows = [line for line in lines if line.startswith(TARGET)]
+    rows = [line for line in lines if line.startswith("put_model.py:8:1: DET100 aten.put.default (put_)")]
     assert len(rows) == 2
-    assert {row.split()[2] for row in rows} == {"forward", "backward"}
-    assert all("put_model.py:8" in row for row in rows)
-    assert lines[-1] == "Found 2 findings."
+    assert sum("(forward)" in row for row in rows) == 1 and sum("runs in backward" in row for row in rows) == 1
+    assert all("in head (Head)" in row for row in rows)
+    assert sum(line.startswith("  help: Write through the flattened tensor") for line in lines) == 2
+    assert sum(line.strip().startswith(REMEDY_CODE) for line in lines) == 2  # the remedy's code, in text too
+    assert "partial scan" in out  # the CPU warning is part of the report
+    assert lines[-1] == "Found 2 errors."
 
 
 def test_json(capsys):
     doc = json.loads(run(capsys, "json"))
-    assert set(doc) == {"findings", "env", "errors"}
+    assert set(doc) == {"tool", "version", "command", "env", "findings", "tables", "errors", "notices"}
+    assert doc["command"] == "scan" and doc["errors"] == [] and any("partial scan" in n for n in doc["notices"])
     for finding in doc["findings"]:
-        for key in ("target", "op", "caller", "phase", "module", "file", "line", "remedy"):
+        for key in ("code", "message", "target", "op", "caller", "phase", "module", "file", "line", "help", "help_code"):
             assert key in finding
+        assert REMEDY_CODE in finding["help_code"]
     assert doc["env"]["device"] == "cpu"
     for key in ("torch", "cuda", "cudnn", "gpu", "cublas_workspace_config", "fill_uninitialized_memory", "cudnn_benchmark"):
         assert key in doc["env"]
@@ -58,14 +64,16 @@ def test_sarif_locates_user_lines(capsys):
         assert location["artifactLocation"]["uri"] == "put_model.py"
         assert location["region"]["startLine"] == 8
         assert result["properties"]["op"] == "aten.put.default"
+        assert REMEDY_CODE in result["properties"]["help_code"]
     assert len({r["partialFingerprints"]["primaryLocationLineHash"] for r in results}) == len(results)
 
 
 def test_markdown(capsys):
     out = run(capsys, "markdown")
     assert out.startswith("# opscan scan\n")
-    rows = [line for line in out.splitlines() if line.startswith(f"| {TARGET} |")]
-    assert len(rows) == 2 and all("put_model.py:8" in row for row in rows)
+    rows = [line for line in out.splitlines() if line.startswith("| DET100 | put_model.py:8 |")]
+    assert len(rows) == 2 and all("aten.put.default" in row for row in rows)
+    assert out.count(REMEDY_CODE) == 2 and "partial scan" in out
 
 
 class _Cells(HTMLParser):
@@ -96,9 +104,12 @@ def test_html(capsys):
     out = run(capsys, "html")
     parser = _Cells()
     parser.feed(out)
-    rows = [row for row in parser.rows if row and row[0] == TARGET]
+    rows = [row for row in parser.rows if row and row[0] == "DET100"]
     assert len(rows) == 2
-    assert {row[2] for row in rows} == {"forward", "backward"}
+    assert {row[1] for row in rows} == {"put_model.py:8"}
+    assert sum("(forward)" in row[2] for row in rows) == 1 and sum("runs in backward" in row[2] for row in rows) == 1
+    assert out.count(REMEDY_CODE) == 2 and "partial scan" in out
+    assert "<script src" not in out and "http" not in out.split("<body>")[1].split("<script>")[0]
 
 
 def test_github(capsys):
@@ -126,4 +137,4 @@ def test_unwritable_output_file_is_an_error_without_traceback(capsys, tmp_path):
 def test_clean_target_exits_zero(capsys):
     rc, out, _err = scan(capsys, "clean_model.py:build", "--device", "cpu")
     assert rc == 0
-    assert out.splitlines()[-1] == "No findings."
+    assert out.splitlines()[-1] == "All checks passed!"

@@ -27,7 +27,7 @@ def test_module_callable_gives_the_same_findings_as_the_file(capsys):
 def test_dotted_callable_with_tuple_inputs_and_loss(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:Factory.build", *CPU)
     assert rc == 0, err
-    assert out.splitlines()[-1] == "No findings."
+    assert out.splitlines()[-1] == "All checks passed!"
 
 
 def test_keyword_inputs_and_dict_outputs(capsys):
@@ -60,27 +60,32 @@ def test_several_targets_each_name_their_findings(capsys):
     ],
 )
 def test_bad_targets_are_clear_errors(capsys, target, message):
-    rc, _out, err = scan(capsys, target, *CPU)
+    # A malformed target is refused on stderr before anything runs; one that fails to load is an
+    # error in the report (stdout, as text), said once, and the summary does not claim a clean run.
+    rc, out, err = scan(capsys, target, *CPU)
     assert rc == 2
-    assert message in err
-    assert "Traceback" not in err
+    assert message in out + err
+    assert (out + err).count(message) == 1
+    assert "Traceback" not in out + err
+    assert "All checks passed" not in out
 
 
 @pytest.mark.parametrize("zoo, package", [("timm", "timm"), ("hf", "transformers")])
 def test_missing_zoo_package_is_a_clear_error(capsys, zoo, package):
     if importlib.util.find_spec(package) is not None:
         pytest.skip(f"{package} is installed here")
-    rc, _out, err = scan(capsys, f"{zoo}:resnet18", *CPU)
+    rc, out, err = scan(capsys, f"{zoo}:resnet18", *CPU)
     assert rc == 2
-    assert f"{package} is not installed" in err and "Traceback" not in err
+    assert f"{package} is not installed" in out and "Traceback" not in out + err
 
 
 def test_user_code_raising_while_building_shows_its_traceback(capsys):
-    rc, _out, err = scan(capsys, "targets_misc.py:raises", *CPU)
+    rc, out, err = scan(capsys, "targets_misc.py:raises", *CPU)
     assert rc == 2
-    assert "ValueError: cannot build this model" in err
-    assert 'targets_misc.py", line 24, in raises' in err
-    assert "opscan/trace" not in err.replace("\\", "/")  # only the user's frames
+    assert "ValueError: cannot build this model" in out
+    assert 'targets_misc.py", line 24, in raises' in out
+    assert "opscan/trace" not in out.replace("\\", "/")  # only the user's frames
+    assert out.count("ValueError: cannot build this model") == 2  # the message, and the traceback's last line
 
 
 def test_model_raising_in_forward_shows_its_traceback_and_keeps_the_report(capsys):
@@ -142,9 +147,11 @@ def test_auto_device_without_a_gpu_says_so(capsys):
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    rc, _out, err = scan(capsys, "put_model.py:build")
+    rc, out, err = scan(capsys, "put_model.py:build")
     assert rc == 1
-    assert "no CUDA GPU found; scanning on the CPU" in err
+    assert "no CUDA GPU: scanned on the CPU" in out  # in the report itself, so a shared report carries it
+    rc, out, err = scan(capsys, "put_model.py:build", "--output-format", "html")
+    assert "no CUDA GPU: scanned on the CPU" in out and "no CUDA GPU: scanned on the CPU" in err
 
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True)
@@ -155,9 +162,9 @@ names = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True)
 def test_any_unknown_target_is_a_clear_error(capsys, stem, attr, kind):
     stem = "zz_absent_" + stem  # never an importable module or an existing file
     target = {"file": f"{stem}.py:{attr}", "module": f"{stem}:{attr}", "bare": stem}[kind]
-    rc, _out, err = scan(capsys, target, *CPU)
+    rc, out, err = scan(capsys, target, *CPU)
     assert rc == 2
-    assert err.count("opscan: error:") == 1 and "Traceback" not in err
+    assert (out + err).count("error:") == 1 and "Traceback" not in out + err
 
 
 def test_what_the_users_code_prints_goes_to_stderr(capsys):
