@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from opscan.lint.frameworks import MODELS
 from opscan.lint.model import UNKNOWN, CallArgs, Effect
+from tests.lint.helpers import read_expected
 
 U = UNKNOWN
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
@@ -586,7 +587,7 @@ def test_fixture_expected_file_points_at_calls(script):
     assert expected.is_file(), f"{expected.name} is missing"
     tree = ast.parse(script.read_text(encoding="utf-8"))
     starts = {(node.lineno, node.col_offset + 1) for node in ast.walk(tree) if isinstance(node, (ast.Call, ast.Assign))}
-    lines = expected.read_text(encoding="utf-8").splitlines()
+    lines = read_expected(expected)  # the golden file's `LINE:COL CODE` pairs (tests/fixtures/lint/README.md)
     for line in lines:
         match = re.fullmatch(r"(\d+):(\d+) (DET\d{3})", line)
         assert match, f"{expected.name}: bad line {line!r}"

@@ -1,8 +1,9 @@
 """Every `opscan lint` output format, exit codes and the CLI surface, through the real command in a subprocess.
 
-The fixture `tests/fixtures/output/train.py` has findings listed in `train.expected`
-(`LINE:COL CODE`); `clean.py` has none. Each format must report exactly those
-findings; SARIF is validated against the OASIS SARIF 2.1.0 schema (vendored in
+The fixture `tests/fixtures/output/train.py` has its findings in the golden file
+`train.expected` (whole messages, checked by tests/lint/test_fixtures.py; here
+only their `LINE:COL CODE`); `clean.py` has none. Each format must report exactly
+those findings; SARIF is validated against the OASIS SARIF 2.1.0 schema (vendored in
 tests/data, see its README) and against what GitHub code scanning requires.
 """
 
@@ -23,7 +24,7 @@ from tests.lint.helpers import read_expected
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "output"
 SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"
-EXPECTED = read_expected(FIXTURES / "train.expected")  # ["8:1 DET001", ...]
+EXPECTED = read_expected(FIXTURES / "train.expected")  # ["8:1 DET001", ...], out of the golden text
 
 LINT_FLAGS = (
     "--select", "--extend-select", "--ignore", "--output-format", "--output-file", "-o", "--statistics",
