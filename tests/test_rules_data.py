@@ -106,6 +106,65 @@ def test_every_caller_maps_back_to_an_op_that_lists_it():
             assert name in DB.by_aten(name).aten
 
 
+# Strings two rules share, on purpose: the alert alone cannot tell them apart (put_ vs put_ with
+# accumulate=True; the two max_pool3d ranges; weighted vs unweighted bincount; scatter_reduce modes).
+SHARED = {
+    ("max_pool3d_backward", "max_pool3d_with_indices_backward"),
+    ("bincount_weights", "bincount_unweighted"),
+    ("put", "put_accumulate"),
+    ("scatter_reduce_prod", "scatter_reduce_other"),
+}
+
+
+def _versions():
+    return [f"1.{m}" for m in range(8, 14)] + [f"2.{m}" for m in range(15)]
+
+
+def test_for_alert_maps_every_caller_and_overload_back_to_its_rule():
+    """The one lookup scan, report and prediction share: each rule's own strings find that rule."""
+    seen_shared = set()
+    for rule in OPS:
+        for caller in rule.callers:
+            assert DB.for_alert(caller).id in {rule.id} | {a if b == rule.id else b for a, b in SHARED if rule.id in (a, b)}
+        for name in rule.aten:
+            assert DB.for_alert("", name).id in {rule.id} | {a if b == rule.id else b for a, b in SHARED if rule.id in (a, b)}
+        for version in _versions():
+            for device in rule.devices:
+                if not rule.raises_on(version, device):
+                    continue
+                for key in [(c, "") for c in rule.callers] + [("", a) for a in rule.aten]:
+                    found = DB.for_alert(*key, torch_version=version, device=device)
+                    if found.id != rule.id:
+                        pair = tuple(sorted((found.id, rule.id)))
+                        assert any(tuple(sorted(p)) == pair for p in SHARED), (key, version, device, found.id, rule.id)
+                        seen_shared.add(pair)
+    assert seen_shared == {tuple(sorted(p)) for p in SHARED}  # the list above holds no stale pair
+
+
+def test_torchvision_ops_find_their_own_rule():
+    torchvision = [rule for rule in OPS if rule.id.startswith("torchvision_")]
+    assert torchvision
+    for rule in torchvision:
+        for name in rule.aten:
+            namespace, _, rest = name.partition(".")
+            forward = rest.split(".")[0].lstrip("_").removesuffix("_backward")
+            for spelling in (name, f"{namespace}::{rest}", f"{namespace}.{forward}.default", f"{namespace}::{forward}"):
+                assert DB.for_alert("x", spelling).id == rule.id, spelling
+    # The new user's case: ps_roi_pool is not roi_align.
+    assert DB.for_alert("x", "torchvision.ps_roi_pool.default").id == "torchvision_ps_roi_pool_backward"
+    assert DB.for_alert("x", "aten.ps_roi_pool.default") is None  # another namespace's op of that name
+
+
+def test_remedy_for_uses_the_shapes_only_where_the_rule_says():
+    pool = DB.for_alert("adaptive_avg_pool2d_backward_cuda")
+    same = pool.remedy_for([[2, 8, 7, 7], [2, 8, 7, 7]], op="aten._adaptive_avg_pool2d_backward.default", module_label="head.pool")
+    assert (same.code, same.source) == ("nn.Identity()", "shape") and "(head.pool)" in same.text
+    odd = pool.remedy_for([[2, 8, 3, 3], [2, 8, 7, 7]], op="aten._adaptive_avg_pool2d_backward.default")
+    assert odd.source == "rule:adaptive_avg_pool2d_backward" and odd.text == pool.remedy.strip()
+    histc = DB.for_alert("_histc_cuda")
+    assert histc.remedy_for([[2, 8, 7, 7], [2, 8, 7, 7]]).source == "rule:histc"
+
+
 def test_newest_target():
     newest = {op.id for op in DB.for_target(NEWEST_TORCH, "cuda")}
     # what torch 2.14 still raises on CUDA
