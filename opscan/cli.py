@@ -17,6 +17,7 @@ from opscan._version import __version__
 COMMANDS = {
     "lint": ("opscan.commands.lint", "Static check of training scripts (no torch needed)."),
     "scan": ("opscan.commands.scan", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
+    "rule": ("opscan.commands.rule", "Print a rule's documentation, or list every rule."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -15,9 +15,10 @@ class ChangedOnDiskError(RuntimeError):
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | None = None) -> None:
     """Replace `path` with `data` so that a crash leaves either the old or the new file.
 
-    The file's permission bits are kept. If `expect` is given and the file no
-    longer holds exactly those bytes, nothing is written and ChangedOnDiskError
-    is raised.
+    An existing file's permission bits are kept; a new file gets the bits any
+    file the user creates gets (0666 less the umask), not mkstemp's 0600. If
+    `expect` is given and the file no longer holds exactly those bytes,
+    nothing is written and ChangedOnDiskError is raised.
     """
     target = Path(path)
     mode = None
@@ -25,7 +26,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
         st = target.stat()
         mode = stat.S_IMODE(st.st_mode)
     except FileNotFoundError:
-        pass
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".opscan-tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -53,6 +54,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
         pass
     finally:
         os.close(dir_fd)
+
+
+def _umask() -> int:
+    # The only portable way to read the umask is to set it; put it straight back.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
