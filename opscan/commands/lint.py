@@ -73,16 +73,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"opscan: error: {exc}", file=sys.stderr)
         return 2
 
+    # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
     missing = [p for p in args.paths if not os.path.lexists(p)]
-    if missing:
-        # A mistyped path must not pass CI silently.
-        print(f"opscan: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
-        return 2
+    paths = [p for p in args.paths if p not in missing]
+    from opscan.findings import Problem, Report
     from opscan.rules import RulesError
 
     def lint(overlay: dict[str, bytes] | None = None):
+        if not paths:
+            return Report("lint")
         return engine.run(
-            args.paths, cfg, torch_version=cfg.torch_version or NEWEST_TORCH, use_cache=not args.no_cache,
+            paths, cfg, torch_version=cfg.torch_version or NEWEST_TORCH, use_cache=not args.no_cache,
             force_exclude=args.force_exclude, overlay=overlay,
         )  # fmt: skip
 
@@ -128,6 +129,7 @@ def _run(args: argparse.Namespace) -> int:
 
     report.rules = RULES
     report.flat_json = True  # ruff's flat list, which editors and CI scripts already read
+    report.errors.extend(Problem(f"no such file or directory: {p}", p) for p in missing)
 
     # Warnings about skipped input go to stderr, as ruff's do; fix summaries stay in the text output.
     for notice in report.notices:
@@ -139,11 +141,16 @@ def _run(args: argparse.Namespace) -> int:
     try:
         text = render(report, args.output_format, statistics=args.statistics)
         if args.quiet and args.output_format == "text" and not args.statistics:
-            text = "".join(line + "\n" for line in text.splitlines() if report.findings and ": DET" in line)
+            text = "".join(line + "\n" for line in text.splitlines() if (report.findings and ": DET" in line) or line.startswith("error: "))
         write(text, args.output_file)
     except OSError as exc:
         print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    if args.output_format != "text" or args.output_file not in (None, "-") or args.statistics:
+        for problem in report.errors:  # not part of this output: say it where a person sees it
+            print(f"opscan: error: {problem.message}", file=sys.stderr)
+    if report.errors:
+        return 2  # --exit-zero covers findings, not errors, as in ruff
     if args.exit_zero:
         return 0
     if report.findings:

@@ -254,13 +254,19 @@ def test_the_same_file_given_twice(folder):
     assert codes(findings) == once
 
 
-def test_missing_path_is_a_usage_error(folder):
-    # A mistyped path in CI must not pass silently.
+def test_missing_path_is_an_error_and_the_rest_is_linted(folder):
+    # A mistyped path in CI must not pass silently, nor stop the check of the others (ruff's E902).
     (folder / "train.py").write_bytes(SEEDS)
     rc, out, err = lint(folder, "nope.py", "train.py", fmt="text")
-    assert "opscan: error: no such file or directory: nope.py" in err
-    assert "Traceback" not in err
-    assert rc == 2 and out == ""
+    assert "error: no such file or directory: nope.py" in out
+    assert "train.py:" in out and " DET001 " in out  # the other path was linted
+    assert "Traceback" not in out + err
+    assert rc == 2
+    rc, findings, err = lint(folder, "nope.py", "train.py", fmt="json")
+    assert rc == 2 and "opscan: error: no such file or directory: nope.py" in err
+    assert any(f["code"] == "DET001" for f in findings)
+    rc, out, err = lint(folder, "nope.py", "train.py", "--exit-zero", fmt="text")
+    assert rc == 2
 
 
 def _without_read_permission():
