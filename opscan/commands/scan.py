@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from opscan.commands.common import EXIT_ERROR, add_output_arguments, emit, error, needs_torch
+from opscan.commands.common import add_output_arguments, emit, error, needs_torch
 
 PARTIAL_SCAN = (
     "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
@@ -118,4 +118,4 @@ def run(args: argparse.Namespace) -> int:
     report = scan(targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape)
     if device == "cpu":
         report.notices.insert(0, PARTIAL_SCAN)
-    return emit(report, args) if report is not None else EXIT_ERROR
+    return emit(report, args)
