@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opscan.codes import lint_codes
+from opscan.lint.rules import lint_codes
 from opscan.config import Config
 from opscan.lint import engine
 from opscan.lint.facts import extract

@@ -70,7 +70,7 @@ def test_project_fixture(fixture: Path):
 
 
 def test_fixtures_exist_for_every_rule():
-    from opscan.codes import lint_codes
+    from opscan.lint.rules import lint_codes
 
     text = "\n".join(p.read_text() for p in LINT_FIXTURES.rglob("expected*")) + "\n".join(
         p.read_text() for p in LINT_FIXTURES.rglob("*.expected")
