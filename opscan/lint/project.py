@@ -15,15 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from opscan._plain import Frozen, Plain
-from opscan.lint import apis, frameworks
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
 from opscan.lint.model import Loc
+from opscan.lint.modelled import MODELS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
     from typing import Any, Callable
-
-MODELS: dict[str, Callable] = {**apis.MODELS, **frameworks.MODELS}
 
 MAX_DEPTH = 40
 MAX_EVENTS = 50_000
