@@ -45,6 +45,7 @@ statement of the block (after the helper call when a project helper seeds). Safe
 from opscan.codes import parse_doc
 from opscan.findings import Fix
 from opscan.lint.context import Context, how
+from opscan.lint.model import Cudnn
 
 RULE = parse_doc(__doc__)
 
@@ -55,7 +56,7 @@ def check(ctx: Context) -> None:
     first = ctx.seeds[0]
     path, loc = first.anchor
     note = ""
-    if any(e.data.get("flag") == "deterministic" and e.data.get("value") is True for e in ctx.of("cudnn")):
+    if any(e.what.flag == "deterministic" and e.what.value is True for e in ctx.of(Cudnn)):
         note = " (`cudnn.deterministic = True` covers convolutions only)"
     seed_lines = sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path})
     ctx.report(

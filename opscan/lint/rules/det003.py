@@ -33,7 +33,7 @@ RULE = parse_doc(__doc__)
 
 def check(ctx: Context) -> None:
     for event in ctx.cublas_sets:
-        value = event.data.get("value")
+        value = event.what.value
         if isinstance(value, str) and value not in VALID_CUBLAS:
             ctx.report(
                 RULE,

@@ -36,7 +36,8 @@ it. Unsafe: code between the two places may depend on the old position.
 
 from opscan.codes import parse_doc
 from opscan.findings import Fix
-from opscan.lint.context import Context, via_text
+from opscan.lint.context import CUBLAS, Context, via_text
+from opscan.lint.model import CudaWork, EnvWrite
 
 RULE = parse_doc(__doc__)
 
@@ -44,9 +45,10 @@ RULE = parse_doc(__doc__)
 def check(ctx: Context) -> None:
     first_cuda = None
     for event in ctx.trace.events:
-        if event.kind == "cuda" and first_cuda is None:
+        what = event.what
+        if what.__class__ is CudaWork and first_cuda is None:
             first_cuda = event
-        elif event.kind == "env" and event.data.get("var") == "CUBLAS_WORKSPACE_CONFIG":
+        elif what.__class__ is EnvWrite and what.var == CUBLAS:
             if first_cuda is None:
                 return  # set before any CUDA work: later re-sets do not matter
             path, loc = event.anchor
@@ -54,14 +56,14 @@ def check(ctx: Context) -> None:
             where = f"line {cuda_loc.line}" if cuda_path == path else f"{cuda_path}:{cuda_loc.line}"
             movable = (
                 (event.path, event.loc) == (path, loc)  # the statement itself is in this script
-                and event.api in (None, "os.environ[...] =", "os.environ.setdefault", "os.putenv")
-                and isinstance(event.data.get("value"), str)  # a computed value may need names defined later
+                and event.api in (None, "os.environ.setdefault", "os.putenv")  # None: `os.environ[...] =`
+                and isinstance(what.value, str)  # a computed value may need names defined later
             )
             ctx.report(
                 RULE,
                 path,
                 loc,
-                f"CUBLAS_WORKSPACE_CONFIG is set{via_text(event)} after CUDA work ({first_cuda.data.get('what')} at {where}); "
+                f"CUBLAS_WORKSPACE_CONFIG is set{via_text(event)} after CUDA work ({first_cuda.what.call} at {where}); "
                 "set it before any CUDA work, at the top of the script",
                 Fix("Move the assignment to the top of the module", "unsafe", {"action": "move_cublas_env"}) if movable else None,
             )

@@ -31,6 +31,7 @@ stated intent); unsafe otherwise, because it can slow training.
 from opscan.codes import parse_doc
 from opscan.findings import Fix
 from opscan.lint.context import Context
+from opscan.lint.model import Cudnn
 
 RULE = parse_doc(__doc__)
 
@@ -39,8 +40,8 @@ def check(ctx: Context) -> None:
     if not ctx.seeds_or_enables:
         return
     applicability = "safe" if ctx.enables else "unsafe"
-    for event in ctx.of("cudnn"):
-        if event.data.get("flag") != "benchmark" or event.data.get("value") is not True:
+    for event in ctx.of(Cudnn):
+        if event.what.flag != "benchmark" or event.what.value is not True:
             continue
         if event.api is None:  # an assignment
             what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, {"action": "benchmark_false", "keyword": False})

@@ -31,13 +31,14 @@ deterministic implementation will then raise.
 from opscan.codes import parse_doc
 from opscan.findings import Fix
 from opscan.lint.context import Context, api_name
+from opscan.lint.model import Determinism
 
 RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    for event in ctx.of("determinism"):
-        if event.data.get("mode") is False or event.data.get("warn_only") is not True:
+    for event in ctx.of(Determinism):
+        if event.what.mode is False or event.what.warn_only is not True:
             continue
         ctx.report(
             RULE,
