@@ -18,6 +18,7 @@ from opscan._plain import UNKNOWN  # noqa: E402
 
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, compared as strings
+CUBLAS_VALUE = VALID_CUBLAS[0]  # the value the fixes write
 MISSING: Any = object()
 
 
