@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opscan.lint.frameworks import MODELS
-from opscan.lint.model import UNKNOWN, CallArgs, Effect
+from opscan.lint.model import UNKNOWN, CallArgs, Cudnn, Determinism, Effect, EnvWrite, Seed
 from tests.lint.helpers import read_expected
 
 U = UNKNOWN
@@ -21,35 +21,35 @@ CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 FIXTURES = Path(__file__).parent / "fixtures" / "lint" / "frameworks"
 
 
-# Effects are compared by kind and data with each value's type, so True never passes for 1.
+# Effects are compared by class and fields with each value's type, so True never passes for 1.
 def _typed(value):
     return "UNKNOWN" if value is UNKNOWN else (type(value).__name__, value)
 
 
-def _canon(kind: str, data: dict) -> tuple:
-    return kind, tuple(sorted((key, _typed(value)) for key, value in data.items()))
+def _canon(effect: Effect) -> tuple:
+    return type(effect).__name__, tuple((name, _typed(getattr(effect, name))) for name in effect._fields)
 
 
 def seed(*libs):
-    return _canon("seed", {"libs": libs})
+    return _canon(Seed(libs))
 
 
 def det(mode, warn_only):
-    return _canon("determinism", {"mode": mode, "warn_only": warn_only})
+    return _canon(Determinism(mode, warn_only))
 
 
 def env(var, value):
-    return _canon("env", {"var": var, "value": value})
+    return _canon(EnvWrite(var, value))
 
 
 def cudnn(flag, value):
-    return _canon("cudnn", {"flag": flag, "value": value})
+    return _canon(Cudnn(flag, value))
 
 
 def effects_of(name: str, args: tuple = (), kwargs: dict | None = None, star: bool = False) -> list:
     effects = MODELS[name](CallArgs(tuple(args), tuple((kwargs or {}).items()), star))
     assert all(isinstance(effect, Effect) for effect in effects)
-    return [_canon(effect.kind, effect.data) for effect in effects]
+    return [_canon(effect) for effect in effects]
 
 
 def case(name, args=(), kwargs=None, expected=(), star=False, id=None):
@@ -530,21 +530,18 @@ def test_models_never_raise_and_effects_are_well_formed(name, args, kwargs, star
     effects = MODELS[name](CallArgs(tuple(args), tuple(kwargs.items()), star))
     assert isinstance(effects, list)
     for effect in effects:
-        assert isinstance(effect, Effect)
-        data = effect.data
-        if effect.kind == "seed":
-            assert set(data) == {"libs"} and data["libs"] and set(data["libs"]) <= LIBS
-        elif effect.kind == "determinism":
-            assert set(data) == {"mode", "warn_only"}
-            assert all(data[k] is UNKNOWN or isinstance(data[k], bool) for k in data)
-        elif effect.kind == "env":
-            assert set(data) == {"var", "value"} and isinstance(data["var"], str)
-            assert data["value"] is UNKNOWN or isinstance(data["value"], str)
-        elif effect.kind == "cudnn":
-            assert set(data) == {"flag", "value"} and data["flag"] in ("benchmark", "deterministic")
-            assert data["value"] is UNKNOWN or isinstance(data["value"], bool)
+        if isinstance(effect, Seed):
+            assert effect.libs and set(effect.libs) <= LIBS
+        elif isinstance(effect, Determinism):
+            assert all(v is UNKNOWN or isinstance(v, bool) for v in (effect.mode, effect.warn_only))
+        elif isinstance(effect, EnvWrite):
+            assert isinstance(effect.var, str)
+            assert effect.value is UNKNOWN or isinstance(effect.value, str)
+        elif isinstance(effect, Cudnn):
+            assert effect.flag in ("benchmark", "deterministic")
+            assert effect.value is UNKNOWN or isinstance(effect.value, bool)
         else:
-            pytest.fail(f"unexpected effect kind {effect.kind!r}")
+            pytest.fail(f"unexpected effect {effect!r}")
 
 
 def test_cublas_is_only_ever_set_to_a_valid_value():
@@ -553,8 +550,8 @@ def test_cublas_is_only_ever_set_to_a_valid_value():
     for model in MODELS.values():
         for call in (CallArgs(star=True), CallArgs((0, True)), CallArgs(kwargs=(("deterministic", True),))):
             for effect in model(call):
-                if effect.kind == "env" and effect.data["var"] == CUBLAS:
-                    seen.add(effect.data["value"])
+                if isinstance(effect, EnvWrite) and effect.var == CUBLAS:
+                    seen.add(effect.value)
     assert seen == {":4096:8", ":16:8"}
 
 

@@ -6,19 +6,21 @@ literal arguments returning the effects in the order they happen.
 
 from __future__ import annotations
 
-from opscan.lint.model import UNKNOWN, CallArgs, Effect
+from opscan.lint.model import UNKNOWN, CallArgs, Determinism, EnvWrite, Seed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
     from typing import Callable
 
+    from opscan.lint.model import Effect
+
 
 def _seed(*libs: str) -> Callable[[CallArgs], list[Effect]]:
-    return lambda args: [Effect("seed", {"libs": libs})]
+    return lambda args: [Seed(libs)]
 
 
 def _use_deterministic_algorithms(args: CallArgs) -> list[Effect]:
-    return [Effect("determinism", {"mode": args.get("mode", 0, UNKNOWN), "warn_only": args.get("warn_only", 1, False)})]
+    return [Determinism(args.get("mode", 0, UNKNOWN), args.get("warn_only", 1, False))]
 
 
 def _set_deterministic_debug_mode(args: CallArgs) -> list[Effect]:
@@ -26,19 +28,19 @@ def _set_deterministic_debug_mode(args: CallArgs) -> list[Effect]:
     mode = args.get("debug_mode", 0, UNKNOWN)
     table = {"default": (False, False), 0: (False, False), "warn": (True, True), 1: (True, True), "error": (True, False), 2: (True, False)}
     if mode is UNKNOWN or mode not in table:
-        return [Effect("determinism", {"mode": UNKNOWN, "warn_only": UNKNOWN})]
+        return [Determinism(UNKNOWN, UNKNOWN)]
     on, warn = table[mode]
-    return [Effect("determinism", {"mode": on, "warn_only": warn})]
+    return [Determinism(on, warn)]
 
 
 def _environ_setdefault(args: CallArgs) -> list[Effect]:
     var = args.get("key", 0, UNKNOWN)
-    return [Effect("env", {"var": var, "value": args.get("default", 1, None), "api": "os.environ.setdefault"})] if isinstance(var, str) else []
+    return [EnvWrite(var, args.get("default", 1, None))] if isinstance(var, str) else []
 
 
 def _putenv(args: CallArgs) -> list[Effect]:
     var = args.get("name", 0, UNKNOWN)
-    return [Effect("env", {"var": var, "value": args.get("value", 1, UNKNOWN), "api": "os.putenv"})] if isinstance(var, str) else []
+    return [EnvWrite(var, args.get("value", 1, UNKNOWN))] if isinstance(var, str) else []
 
 
 def _environ_update(args: CallArgs) -> list[Effect]:
@@ -47,15 +49,15 @@ def _environ_update(args: CallArgs) -> list[Effect]:
     if isinstance(mapping, dict):
         for var, value in mapping.items():
             if isinstance(var, str):
-                effects.append(Effect("env", {"var": var, "value": value, "api": "os.environ.update"}))
+                effects.append(EnvWrite(var, value))
     for var, value in args.kwargs:
-        effects.append(Effect("env", {"var": var, "value": value, "api": "os.environ.update"}))
+        effects.append(EnvWrite(var, value))
     return effects
 
 
 def _default_rng(args: CallArgs) -> list[Effect]:
     seed = args.get("seed", 0, None)
-    return [] if seed is None else [Effect("seed", {"libs": ("numpy-generator",)})]
+    return [] if seed is None else [Seed(("numpy-generator",))]
 
 
 MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {

@@ -7,6 +7,7 @@ from functools import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
+from opscan.lint.model import Determinism, EnvRead, EnvWrite, Seed
 from opscan.lint.project import EntryTrace, TraceEvent
 
 
@@ -20,38 +21,39 @@ class Context:
 
     # -- summaries of the trace -------------------------------------------------
 
-    def of(self, kind: str) -> list[TraceEvent]:
-        return [e for e in self.trace.events if e.kind == kind]
+    def of(self, what: type) -> list[TraceEvent]:
+        """The events, in execution order, of one class of effect (or Call)."""
+        return [e for e in self.trace.events if e.what.__class__ is what]
 
     @cached_property
     def seeds(self) -> list[TraceEvent]:
-        return self.of("seed")
+        return self.of(Seed)
 
     @cached_property
     def seeded_libs(self) -> set[str]:
-        return {lib for e in self.seeds for lib in e.data.get("libs", ())}
+        return {lib for e in self.seeds for lib in e.what.libs}
 
     @cached_property
     def enables(self) -> list[TraceEvent]:
         """Calls that turn determinism on, or may (a computed mode counts: the user can opt in)."""
-        return [e for e in self.of("determinism") if e.data.get("mode") is True or e.data.get("mode") is UNKNOWN]
+        return [e for e in self.of(Determinism) if e.what.mode is True or e.what.mode is UNKNOWN]
 
     @cached_property
     def strictly_enabled(self) -> bool:
-        return any(e.data.get("warn_only") is False for e in self.enables)
+        return any(e.what.warn_only is False for e in self.enables)
 
     @cached_property
     def disables(self) -> list[TraceEvent]:
-        return [e for e in self.of("determinism") if e.data.get("mode") is False]
+        return [e for e in self.of(Determinism) if e.what.mode is False]
 
     @cached_property
     def cublas_sets(self) -> list[TraceEvent]:
-        return [e for e in self.of("env") if e.data.get("var") == CUBLAS]
+        return [e for e in self.of(EnvWrite) if e.what.var == CUBLAS]
 
     @cached_property
     def cublas_handled(self) -> bool:
         """The code sets the variable, or reads it (and so handles it itself)."""
-        return bool(self.cublas_sets) or any(e.data.get("var") == CUBLAS for e in self.of("env_read"))
+        return bool(self.cublas_sets) or any(e.what.var == CUBLAS for e in self.of(EnvRead))
 
     @property
     def seeds_or_enables(self) -> bool:

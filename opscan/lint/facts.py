@@ -16,16 +16,17 @@ import re
 import warnings
 
 from opscan._plain import Plain
-from opscan.lint.model import UNKNOWN, CallArgs, Loc
+from opscan.lint.model import UNKNOWN, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from opscan.lint.model import Effect
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 6
+FACTS_VERSION = 7
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -45,28 +46,20 @@ _NO_EVENTS = frozenset(
 
 
 class Event(Plain):
-    """One thing a statement does, in execution order.
+    """One thing a statement does, in execution order: `what` happens at `loc`.
 
-    kinds:
-      call      qualname (resolved through aliases, THIS-prefixed for local defs, None if unknown),
-                method (bare attribute name for calls on an unknown receiver), args (CallArgs),
-                refs (qualnames of local functions passed as arguments), no_grad (under no_grad/inference_mode)
-      env       var, value, api                       -- os.environ[...] = value, and friends
-      env_read  var                                   -- the variable is looked at
-      cudnn     flag, value                           -- torch.backends.cudnn.<flag> = value
-      cuda      what                                  -- work that starts CUDA (.cuda(), .to("cuda"), device="cuda")
-      import    modules                               -- dotted modules an import statement may load, in order
-      guard     when ("main"|"import"), begin (bool)  -- around the events of `if __name__ == "__main__":`
-                                                         (run as a script) and of its else branch (imported)
+    `what` is a Call, an Import, a Guard (around the `__main__` block and its else
+    branch), or an effect visible in the syntax: EnvWrite (`os.environ[...] = value`),
+    EnvRead, Cudnn (`torch.backends.cudnn.<flag> = value`) or CudaWork
+    (`.cuda()`, `.to("cuda")`, `device="cuda"`).
     """
 
-    _fields = ("kind", "loc", "data")
+    _fields = ("loc", "what")
     __slots__ = _fields
 
-    def __init__(self, kind: str, loc: Loc, data: dict[str, Any] | None = None):
-        self.kind = kind
+    def __init__(self, loc: Loc, what: Call | Import | Guard | Effect):
         self.loc = loc
-        self.data = {} if data is None else data
+        self.what = what
 
 
 class FunctionFacts(Plain):
@@ -98,7 +91,7 @@ class ModuleFacts(Plain):
     def __init__(self, path: str, error: str | None = None):
         self.path = path
         self.aliases: dict[str, str] = {}  # module-level name -> qualified name
-        self.body: list[Event] = []  # what runs at the top level; "guard" events mark script-only and import-only parts
+        self.body: list[Event] = []  # what runs at the top level; Guard events mark script-only and import-only parts
         self.functions: dict[str, FunctionFacts] = {}
         self.classes: dict[str, ClassFacts] = {}
         self.noqa: dict[int, frozenset[str] | None] = {}  # line -> codes, None = all
@@ -390,7 +383,7 @@ class _FactsBuilder:
                 continue
             if cls is ast.Constant:
                 if node.value in _ENV_NAMES:
-                    out.append(Event("env_read", loc_of(node), {"var": node.value}))
+                    out.append(Event(loc_of(node), EnvRead(node.value)))
                 continue
             if cls in _NO_EVENTS:
                 continue
@@ -427,31 +420,25 @@ class _FactsBuilder:
         loc = Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         if dropped is None:
-            out.append(
-                Event(
-                    "call",
-                    loc,
-                    {"qualname": qualname, "method": method, "args": self.call_args(call), "refs": tuple(refs), "no_grad": self.no_grad_depth > 0},
-                )
-            )
+            out.append(Event(loc, Call(qualname, method, self.call_args(call), tuple(refs), self.no_grad_depth > 0)))
         elif dropped:
             self.dropped_libraries.add(dropped)
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
-            out.append(Event("cuda", loc, {"what": ".cuda()"}))
+            out.append(Event(loc, CudaWork(".cuda()")))
         elif method == "to":
             targets = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "device"]
             if any(self._device_is_cuda(t, scope) for t in targets):
-                out.append(Event("cuda", loc, {"what": ".to(cuda)"}))
+                out.append(Event(loc, CudaWork(".to(cuda)")))
         elif qualname and qualname.startswith("torch."):
             if qualname in ("torch.cuda.init", "torch.set_default_device") and (
                 qualname == "torch.cuda.init" or (call.args and self._device_is_cuda(call.args[0], scope))
             ):
-                out.append(Event("cuda", loc, {"what": qualname}))
+                out.append(Event(loc, CudaWork(qualname)))
             else:
                 for k in call.keywords:
                     if k.arg == "device" and self._device_is_cuda(k.value, scope):
-                        out.append(Event("cuda", loc, {"what": f"{qualname}(device=cuda)"}))
+                        out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -462,12 +449,12 @@ class _FactsBuilder:
             container = self.qualify(target.value, scope)
             key = literal(target.slice)
             if container == _ENV and isinstance(key, str):
-                out.append(Event("env", loc_of(node), {"var": key, "value": literal(value) if value is not None else UNKNOWN, "api": "os.environ[...] ="}))
+                out.append(Event(loc_of(node), EnvWrite(key, literal(value) if value is not None else UNKNOWN)))
             return
         if isinstance(target, ast.Attribute):
             q = self.qualify(target, scope)
             if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
-                out.append(Event("cudnn", loc_of(node), {"flag": q.rsplit(".", 1)[1], "value": literal(value) if value is not None else UNKNOWN}))
+                out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
             return
         if isinstance(target, ast.Name):
             name = target.id
@@ -500,7 +487,7 @@ class _FactsBuilder:
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             loads = self._import(stmt, scope)
             if loads:
-                out.append(Event("import", loc_of(stmt), {"modules": loads}))
+                out.append(Event(loc_of(stmt), Import(loads)))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for d in stmt.decorator_list:
                 self.expression_events(d, scope, out)
@@ -526,9 +513,9 @@ class _FactsBuilder:
                 # The block runs when the file runs as a script, its else branch when it is imported.
                 for when, block in (("main", stmt.body), ("import", stmt.orelse)):
                     if block:
-                        out.append(Event("guard", loc_of(stmt), {"when": when, "begin": True}))
+                        out.append(Event(loc_of(stmt), Guard(when, True)))
                         self.body(block, scope, out, prefix)
-                        out.append(Event("guard", loc_of(stmt), {"when": when, "begin": False}))
+                        out.append(Event(loc_of(stmt), Guard(when, False)))
             else:
                 self.body(stmt.body, scope, out, prefix)
                 self.body(stmt.orelse, scope, out, prefix)

@@ -6,7 +6,7 @@ from the helper's source in the release users have now; the comment above it
 names the file read and notes older behaviour that differs.
 
 Conventions, shared with `opscan.lint.apis`:
-- `seed` lists the global RNGs in the order the helper seeds them: "random",
+- `Seed` lists the global RNGs in the order the helper seeds them: "random",
   "numpy", "torch", and "torch-cuda" where the helper also calls
   `torch.cuda.manual_seed[_all]` itself.
 - A branch that depends on an argument we cannot read (UNKNOWN) is reported as
@@ -18,39 +18,29 @@ Conventions, shared with `opscan.lint.apis`:
   checks, torch's bool-only flags and `torch.manual_seed(None)`; numpy
   rejecting an out-of-range seed is not.
 - Helpers that seed with a random value when given no seed (mmengine, composer,
-  torchtune) still report `seed`: they do call the seeding functions.
+  torchtune) still report `Seed`: they do call the seeding functions.
 
 The module imports nothing heavy: it is data and small functions.
 """
 
 from __future__ import annotations
 
-from opscan.lint.model import CUBLAS, UNKNOWN, CallArgs, Effect
+from opscan.lint.model import CUBLAS, UNKNOWN, CallArgs, Cudnn, Determinism, EnvWrite, Seed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
     from collections.abc import Callable
     from typing import Any
 
+    from opscan.lint.model import Effect
+
 UINT32_MAX = 2**32 - 1
 
 
-# -- effect constructors --------------------------------------------------------
+# -- helpers shared by the models ------------------------------------------------
 
 
-def _seed(*libs: str) -> Effect:
-    return Effect("seed", {"libs": libs})
-
-
-def _env(var: str, value: Any) -> Effect:
-    return Effect("env", {"var": var, "value": value})
-
-
-def _cudnn(flag: str, value: Any) -> Effect:
-    return Effect("cudnn", {"flag": flag, "value": value})
-
-
-def _determinism(mode: Any, warn_only: Any = False) -> Effect | None:
+def _determinism(mode: Any, warn_only: Any = False) -> Determinism | None:
     """`torch.use_deterministic_algorithms(mode, warn_only=warn_only)`, or None where torch raises.
 
     torch's binding takes only a real bool for both (an int, str or None raises TypeError).
@@ -59,7 +49,7 @@ def _determinism(mode: Any, warn_only: Any = False) -> Effect | None:
         warn_only is not UNKNOWN and not isinstance(warn_only, bool)
     ):
         return None
-    return Effect("determinism", {"mode": mode, "warn_only": warn_only})
+    return Determinism(mode, warn_only)
 
 
 def _truth(value: Any) -> Any:
@@ -71,8 +61,8 @@ def _if_enabled(condition: Any) -> list[Effect]:
     """`if condition: torch.use_deterministic_algorithms(True)`."""
     enabled = _truth(condition)
     if enabled is UNKNOWN:
-        return [Effect("determinism", {"mode": UNKNOWN, "warn_only": False})]
-    return [Effect("determinism", {"mode": True, "warn_only": False})] if enabled else []
+        return [Determinism(UNKNOWN, False)]
+    return [Determinism(True, False)] if enabled else []
 
 
 def _as_seed(value: Any) -> Any:
@@ -115,15 +105,15 @@ def _lightning_seed_everything(args: CallArgs, workers_default: Any = False) -> 
         if seed is None or not _in_uint32(seed):
             return []
         seed_text = UNKNOWN if seed is UNKNOWN else str(seed)
-    effects = [_env("PL_GLOBAL_SEED", seed_text), _seed("random", "numpy", "torch")]
+    effects = [EnvWrite("PL_GLOBAL_SEED", seed_text), Seed(("random", "numpy", "torch"))]
     workers = args.get("workers", 1, workers_default)
     if workers is None:  # Fabric.seed_everything turns workers=None into True
         workers = True
     if workers is UNKNOWN:
-        effects.append(_env("PL_SEED_WORKERS", UNKNOWN))
+        effects.append(EnvWrite("PL_SEED_WORKERS", UNKNOWN))
     else:
         try:
-            effects.append(_env("PL_SEED_WORKERS", str(int(workers))))
+            effects.append(EnvWrite("PL_SEED_WORKERS", str(int(workers))))
         except (TypeError, ValueError):
             pass  # int(workers) raises after seeding
     return effects
@@ -162,21 +152,21 @@ def _lightning_trainer(args: CallArgs) -> list[Effect]:
         return effects  # torch's cudnn.benchmark setter takes only a bool: RuntimeError
 
     if benchmark is UNKNOWN or (benchmark is None and enabled is UNKNOWN):
-        effects.append(_cudnn("benchmark", UNKNOWN))
+        effects.append(Cudnn("benchmark", UNKNOWN))
     elif benchmark is not None:
-        effects.append(_cudnn("benchmark", benchmark))
+        effects.append(Cudnn("benchmark", benchmark))
     elif enabled:
-        effects.append(_cudnn("benchmark", False))
+        effects.append(Cudnn("benchmark", False))
 
     if deterministic is UNKNOWN:
-        effects.append(Effect("determinism", {"mode": UNKNOWN, "warn_only": UNKNOWN}))
+        effects.append(Determinism(UNKNOWN, UNKNOWN))
     elif deterministic == "warn":
-        effects.append(Effect("determinism", {"mode": True, "warn_only": True}))
+        effects.append(Determinism(True, True))
     elif isinstance(deterministic, bool):
-        effects.append(Effect("determinism", {"mode": deterministic, "warn_only": False}))
+        effects.append(Determinism(deterministic, False))
 
     if enabled is UNKNOWN or enabled:
-        effects.append(_env(CUBLAS, ":4096:8"))
+        effects.append(EnvWrite(CUBLAS, ":4096:8"))
     return effects
 
 
@@ -219,18 +209,18 @@ _HF_FULL_DETERMINISM_ENV = (
 # torch.cuda.manual_seed_all, then `if deterministic: torch.use_deterministic_algorithms(True)`.
 # No CUBLAS_WORKSPACE_CONFIG and no cuDNN flags.
 def _hf_set_seed(args: CallArgs) -> list[Effect]:
-    return [_seed(*_HF_SEED_LIBS)] + _if_enabled(args.get("deterministic", 1, False))
+    return [Seed(_HF_SEED_LIBS)] + _if_enabled(args.get("deterministic", 1, False))
 
 
 # enable_full_determinism(seed, warn_only=False): set_seed(seed), the five environment writes above,
 # torch.use_deterministic_algorithms(True, warn_only=warn_only), cudnn.deterministic = True,
 # cudnn.benchmark = False.
 def _hf_enable_full_determinism(args: CallArgs) -> list[Effect]:
-    effects = [_seed(*_HF_SEED_LIBS)] + [_env(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
+    effects = [Seed(_HF_SEED_LIBS)] + [EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
     flag = _determinism(True, args.get("warn_only", 1, False))
     if flag is None:
         return effects
-    return effects + [flag, _cudnn("deterministic", True), _cudnn("benchmark", False)]
+    return effects + [flag, Cudnn("deterministic", True), Cudnn("benchmark", False)]
 
 
 # Trainer(model=None, args=None, ...): the first thing __init__ does is
@@ -242,14 +232,14 @@ def _hf_enable_full_determinism(args: CallArgs) -> list[Effect]:
 # undecided values UNKNOWN (warn_only is known: the Trainer passes none).
 def _hf_trainer(args: CallArgs) -> list[Effect]:
     if args.get("args", 1, None) is None:
-        return [_seed(*_HF_SEED_LIBS)]
+        return [Seed(_HF_SEED_LIBS)]
     return (
-        [_seed(*_HF_SEED_LIBS)]
-        + [_env(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
+        [Seed(_HF_SEED_LIBS)]
+        + [EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
         + [
-            Effect("determinism", {"mode": UNKNOWN, "warn_only": False}),
-            _cudnn("deterministic", UNKNOWN),
-            _cudnn("benchmark", UNKNOWN),
+            Determinism(UNKNOWN, False),
+            Cudnn("deterministic", UNKNOWN),
+            Cudnn("benchmark", UNKNOWN),
         ]
     )
 
@@ -262,7 +252,7 @@ def _hf_trainer(args: CallArgs) -> list[Effect]:
 # CUDA machine), xm.set_rng_state on XLA, then `if deterministic: torch.use_deterministic_algorithms(True)`.
 # No CUBLAS_WORKSPACE_CONFIG and no cuDNN flags. 0.20.3 had no `deterministic` parameter (wheel read).
 def _accelerate_set_seed(args: CallArgs) -> list[Effect]:
-    return [_seed("random", "numpy", "torch", "torch-cuda")] + _if_enabled(args.get("deterministic", 2, False))
+    return [Seed(("random", "numpy", "torch", "torch-cuda"))] + _if_enabled(args.get("deterministic", 2, False))
 
 
 # -- OpenMMLab ----------------------------------------------------------------------
@@ -276,7 +266,7 @@ def _accelerate_set_seed(args: CallArgs) -> list[Effect]:
 def _mmengine_set_random_seed(args: CallArgs) -> list[Effect]:
     deterministic = args.get("deterministic", 1, False)
     return (
-        [_seed("random", "numpy", "torch", "torch-cuda")]
+        [Seed(("random", "numpy", "torch", "torch-cuda"))]
         + _cudnn_deterministic_pair(deterministic)
         + _if_enabled(deterministic)
     )
@@ -294,7 +284,7 @@ def _mmcv_set_random_seed(args: CallArgs) -> list[Effect]:
         return []
     shifted = _truth(args.get("use_rank_shift", 2, False))
     hash_seed = str(seed) if seed is not UNKNOWN and shifted is False else UNKNOWN
-    effects = [_seed("random", "numpy", "torch", "torch-cuda"), _env("PYTHONHASHSEED", hash_seed)]
+    effects = [Seed(("random", "numpy", "torch", "torch-cuda")), EnvWrite("PYTHONHASHSEED", hash_seed)]
     return effects + _cudnn_deterministic_pair(args.get("deterministic", 1, False))
 
 
@@ -305,7 +295,7 @@ def _mmcv_set_random_seed(args: CallArgs) -> list[Effect]:
 def _mmdet_set_random_seed(args: CallArgs) -> list[Effect]:
     if args.get("seed", 0, None) is None:
         return []  # torch.manual_seed(None) raises
-    return [_seed("random", "numpy", "torch", "torch-cuda")] + _cudnn_deterministic_pair(
+    return [Seed(("random", "numpy", "torch", "torch-cuda"))] + _cudnn_deterministic_pair(
         args.get("deterministic", 1, False)
     )
 
@@ -314,8 +304,8 @@ def _cudnn_deterministic_pair(deterministic: Any) -> list[Effect]:
     """`if deterministic: cudnn.deterministic = True; cudnn.benchmark = False`."""
     enabled = _truth(deterministic)
     if enabled is UNKNOWN:
-        return [_cudnn("deterministic", UNKNOWN), _cudnn("benchmark", UNKNOWN)]
-    return [_cudnn("deterministic", True), _cudnn("benchmark", False)] if enabled else []
+        return [Cudnn("deterministic", UNKNOWN), Cudnn("benchmark", UNKNOWN)]
+    return [Cudnn("deterministic", True), Cudnn("benchmark", False)] if enabled else []
 
 
 # -- composer -----------------------------------------------------------------------
@@ -330,17 +320,17 @@ _COMPOSER_SEED_LIBS = ("random", "numpy", "torch", "torch-cuda")
 # seed_all(seed): raises ValueError unless 0 <= seed <= 2**32-1, then random.seed, np.random.seed,
 # torch.manual_seed, torch.cuda.manual_seed_all.
 def _composer_seed_all(args: CallArgs) -> list[Effect]:
-    return [_seed(*_COMPOSER_SEED_LIBS)] if _in_uint32(args.get("seed", 0, None)) else []
+    return [Seed(_COMPOSER_SEED_LIBS)] if _in_uint32(args.get("seed", 0, None)) else []
 
 
 # configure_deterministic_mode(): torch.use_deterministic_algorithms(True), cudnn.benchmark = False,
 # cudnn.deterministic = True, os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8" (after the flag).
 def _composer_configure_deterministic_mode(args: CallArgs) -> list[Effect]:
     return [
-        Effect("determinism", {"mode": True, "warn_only": False}),
-        _cudnn("benchmark", False),
-        _cudnn("deterministic", True),
-        _env(CUBLAS, ":4096:8"),
+        Determinism(True, False),
+        Cudnn("benchmark", False),
+        Cudnn("deterministic", True),
+        EnvWrite(CUBLAS, ":4096:8"),
     ]
 
 
@@ -351,14 +341,14 @@ def _composer_trainer(args: CallArgs) -> list[Effect]:
     seed = args.get("seed", None, None)
     if seed is not None and not _in_uint32(seed):
         return []
-    effects = [_seed(*_COMPOSER_SEED_LIBS)]
+    effects = [Seed(_COMPOSER_SEED_LIBS)]
     enabled = _truth(args.get("deterministic_mode", None, False))
     if enabled is UNKNOWN:
         return effects + [
-            Effect("determinism", {"mode": UNKNOWN, "warn_only": False}),
-            _cudnn("benchmark", UNKNOWN),
-            _cudnn("deterministic", UNKNOWN),
-            _env(CUBLAS, ":4096:8"),
+            Determinism(UNKNOWN, False),
+            Cudnn("benchmark", UNKNOWN),
+            Cudnn("deterministic", UNKNOWN),
+            EnvWrite(CUBLAS, ":4096:8"),
         ]
     if enabled:
         effects += _composer_configure_deterministic_mode(CallArgs())
@@ -382,16 +372,16 @@ def _torchtune_set_seed(args: CallArgs) -> list[Effect]:
     seed = args.get("seed", 0, None)
     if seed is not None and not _in_uint32(seed):
         return []
-    effects = [_seed("torch", "numpy", "random")]
+    effects = [Seed(("torch", "numpy", "random"))]
     debug_mode = args.get("debug_mode", 1, None)
     if debug_mode is None:
         return effects
     if debug_mode is UNKNOWN:
         return effects + [
-            Effect("determinism", {"mode": UNKNOWN, "warn_only": UNKNOWN}),
-            _cudnn("deterministic", UNKNOWN),
-            _cudnn("benchmark", UNKNOWN),
-            _env(CUBLAS, ":4096:8"),
+            Determinism(UNKNOWN, UNKNOWN),
+            Cudnn("deterministic", UNKNOWN),
+            Cudnn("benchmark", UNKNOWN),
+            EnvWrite(CUBLAS, ":4096:8"),
         ]
     if isinstance(debug_mode, str):
         level = _DEBUG_MODES.get(debug_mode)
@@ -403,15 +393,15 @@ def _torchtune_set_seed(args: CallArgs) -> list[Effect]:
         return effects  # torch raises TypeError or RuntimeError
     if level == 0:
         return effects + [
-            Effect("determinism", {"mode": False, "warn_only": False}),
-            _cudnn("deterministic", False),
-            _cudnn("benchmark", True),
+            Determinism(False, False),
+            Cudnn("deterministic", False),
+            Cudnn("benchmark", True),
         ]
     return effects + [
-        Effect("determinism", {"mode": True, "warn_only": level == 1}),
-        _cudnn("deterministic", True),
-        _cudnn("benchmark", False),
-        _env(CUBLAS, ":4096:8"),
+        Determinism(True, level == 1),
+        Cudnn("deterministic", True),
+        Cudnn("benchmark", False),
+        EnvWrite(CUBLAS, ":4096:8"),
     ]
 
 
@@ -430,15 +420,15 @@ def _monai_set_determinism(args: CallArgs) -> list[Effect]:
     seed = args.get("seed", 0, UINT32_MAX)
     effects: list[Effect] = []
     if seed is None:
-        effects += [_cudnn("deterministic", UNKNOWN), _cudnn("benchmark", UNKNOWN)]
+        effects += [Cudnn("deterministic", UNKNOWN), Cudnn("benchmark", UNKNOWN)]
     else:
         if _as_seed(seed) is None:
             return []  # int(seed) raises
-        effects.append(_seed("torch", "random", "numpy"))
+        effects.append(Seed(("torch", "random", "numpy")))
         known = seed is not UNKNOWN
         effects += [
-            _cudnn("deterministic", True if known else UNKNOWN),
-            _cudnn("benchmark", False if known else UNKNOWN),
+            Cudnn("deterministic", True if known else UNKNOWN),
+            Cudnn("benchmark", False if known else UNKNOWN),
         ]
     flag = args.get("use_deterministic_algorithms", 1, None)
     if flag is not None:

@@ -1,4 +1,4 @@
-"""Plain data that the lint passes exchange: locations, call records and events.
+"""Plain data that the lint passes exchange: locations, call arguments, and what calls and statements do.
 
 Everything here is picklable and holds no AST nodes, so a module's facts can be
 cached by file content.
@@ -18,6 +18,7 @@ from opscan._plain import UNKNOWN  # noqa: E402
 
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, compared as strings
+CUBLAS_VALUE = VALID_CUBLAS[0]  # the value the fixes write
 MISSING: Any = object()
 
 
@@ -63,20 +64,122 @@ class CallArgs(Frozen):
         return any(k == name for k, _ in self.kwargs) or (pos is not None and pos < len(self.args))
 
 
+# -- what calls and statements do ------------------------------------------------
+#
+# A model (`apis`, `frameworks`) returns effects for one call; the facts pass records
+# the effects it sees in the syntax (an `os.environ[...] =` assignment, a cuDNN flag
+# assignment, `.cuda()`). Values that cannot be known statically are UNKNOWN.
+
+
 class Effect(Frozen):
-    """What a call does to determinism state, as a framework model reports it.
+    """What a call or statement does to the state determinism depends on."""
 
-    kinds and their data:
-      seed          {"libs": ("torch", "random", "numpy", ...)}
-      determinism   {"mode": bool|UNKNOWN, "warn_only": bool|UNKNOWN}
-      env           {"var": str, "value": str|UNKNOWN}
-      cudnn         {"flag": "benchmark"|"deterministic", "value": bool|UNKNOWN}
-    """
+    __slots__ = ()
 
-    _fields = ("kind", "data")
-    _compared = ("kind",)
+
+class Seed(Effect):
+    """Global RNGs seeded, in order: "random", "numpy", "torch", "torch-cuda", "torch-generator", ..."""
+
+    _fields = ("libs",)
     __slots__ = _fields
 
-    def __init__(self, kind: str, data: dict[str, Any] | None = None):
-        self.kind = kind
-        self.data = {} if data is None else data
+    def __init__(self, libs: tuple[str, ...]):
+        self.libs = libs
+
+
+class Determinism(Effect):
+    """`torch.use_deterministic_algorithms(mode, warn_only=warn_only)`: each a bool or UNKNOWN."""
+
+    _fields = ("mode", "warn_only")
+    __slots__ = _fields
+
+    def __init__(self, mode: Any, warn_only: Any = False):
+        self.mode = mode
+        self.warn_only = warn_only
+
+
+class EnvWrite(Effect):
+    """An environment variable set: `value` is a str, another literal, or UNKNOWN."""
+
+    _fields = ("var", "value")
+    __slots__ = _fields
+
+    def __init__(self, var: str, value: Any):
+        self.var = var
+        self.value = value
+
+
+class EnvRead(Effect):
+    """An environment variable looked at (a constant naming it counts)."""
+
+    _fields = ("var",)
+    __slots__ = _fields
+
+    def __init__(self, var: str):
+        self.var = var
+
+
+class Cudnn(Effect):
+    """`torch.backends.cudnn.<flag> = value`: flag "benchmark" or "deterministic", value a literal or UNKNOWN."""
+
+    _fields = ("flag", "value")
+    __slots__ = _fields
+
+    def __init__(self, flag: str, value: Any):
+        self.flag = flag
+        self.value = value
+
+
+class CudaWork(Effect):
+    """Work that starts CUDA; `call` says which, for messages: ".cuda()", ".to(cuda)", "torch.cuda.init"."""
+
+    _fields = ("call",)
+    __slots__ = _fields
+
+    def __init__(self, call: str):
+        self.call = call
+
+
+# -- what the linker follows --------------------------------------------------------
+
+
+class Call(Frozen):
+    """A call site, as the facts pass records it.
+
+    `qualname` is the callee resolved through aliases (THIS-prefixed for local
+    definitions, None if unknown); `method` the bare attribute name of a call on
+    an unknown receiver; `refs` the qualnames of local functions passed as
+    arguments (`spawn(worker)`); `no_grad` whether it runs under no_grad or inference_mode.
+    """
+
+    _fields = ("qualname", "method", "args", "refs", "no_grad")
+    __slots__ = _fields
+
+    def __init__(self, qualname: str | None, method: str | None, args: CallArgs, refs: tuple[str, ...] = (), no_grad: bool = False):
+        self.qualname = qualname
+        self.method = method
+        self.args = args
+        self.refs = refs
+        self.no_grad = no_grad
+
+
+class Import(Frozen):
+    """An import statement: the dotted modules it may load, in order."""
+
+    _fields = ("modules",)
+    __slots__ = _fields
+
+    def __init__(self, modules: tuple[str, ...]):
+        self.modules = modules
+
+
+class Guard(Frozen):
+    """One end of the events of `if __name__ == "__main__":` (`when` "main": run as a script)
+    or of its else branch (`when` "import": run when imported); `begin` opens, else closes."""
+
+    _fields = ("when", "begin")
+    __slots__ = _fields
+
+    def __init__(self, when: str, begin: bool):
+        self.when = when
+        self.begin = begin

@@ -15,15 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from opscan._plain import Frozen, Plain
-from opscan.lint import apis, frameworks
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
-from opscan.lint.model import Loc
+from opscan.lint.model import Call, Guard, Import, Loc
+from opscan.lint.modelled import MODELS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
-    from typing import Any, Callable
+    from typing import Callable
 
-MODELS: dict[str, Callable] = {**apis.MODELS, **frameworks.MODELS}
+    from opscan.lint.model import Effect
 
 MAX_DEPTH = 40
 MAX_EVENTS = 50_000
@@ -42,16 +42,19 @@ class Frame(Frozen):
 
 
 class TraceEvent(Plain):
-    _fields = ("kind", "data", "path", "loc", "via", "api")
+    """`what` (a Call or an Effect) happened at `loc` in `path`, reached through the call sites `via`."""
+
+    _fields = ("what", "path", "loc", "via", "api")
     __slots__ = _fields
 
-    def __init__(self, kind: str, data: dict[str, Any], path: str, loc: Loc, via: tuple[Frame, ...] = (), api: str | None = None):
-        self.kind = kind  # seed, determinism, env, env_read, cudnn, cuda, call
-        self.data = data
+    def __init__(self, what: Call | Effect, path: str, loc: Loc, via: tuple[Frame, ...] = (), api: str | None = None):
+        self.what = what
         self.path = path  # the file that holds `loc`
         self.loc = loc
         self.via = via
-        self.api = api  # the API that produced it: "torch.manual_seed", "lightning.Trainer"
+        # The API that produced it: "torch.manual_seed", "lightning.Trainer"; a call's callee;
+        # None for a statement (an assignment).
+        self.api = api
 
     def _anchor_frame(self) -> tuple[str, Loc, str | None]:
         # The deepest point still in the entry file: the event itself, or the
@@ -311,23 +314,24 @@ class _Walker:
         """Follow events in order; `imported`: the module body runs on import, not as a script."""
         skipping = 0  # depth inside guard blocks that do not run this way
         for ev in events:
-            kind = ev.kind
-            if kind == "guard":
-                if (ev.data["when"] == "main") == imported:
-                    skipping += 1 if ev.data["begin"] else -1
+            what = ev.what
+            cls = what.__class__
+            if cls is Guard:
+                if (what.when == "main") == imported:
+                    skipping += 1 if what.begin else -1
                 continue
             if skipping:
                 continue
-            if kind == "import":
+            if cls is Import:
                 self.load(mod, ev, via)
                 continue
-            if kind != "call":
-                self.emit(TraceEvent(kind, ev.data, mod.path, ev.loc, via, ev.data.get("api")))
+            if cls is not Call:
+                self.emit(TraceEvent(what, mod.path, ev.loc, via))
                 continue
-            qualname = ev.data["qualname"]
+            qualname = what.qualname
             target = self.project.resolve(qualname, mod, self.search) if qualname else None
             self.call(mod, ev, qualname, target, via)
-            for ref in ev.data.get("refs", ()):  # functions handed to a runner: Fire(main), spawn(worker)
+            for ref in what.refs:  # functions handed to a runner: Fire(main), spawn(worker)
                 ref_target = self.project.resolve(ref, mod, self.search)
                 if ref_target and ref_target[0] == "function":
                     self.enter(mod, ev, ref_target[1], ref_target[2], via)
@@ -336,7 +340,7 @@ class _Walker:
         """Run the top level of each project module an import loads, once per process, as Python does."""
         if len(via) >= MAX_DEPTH:
             return
-        for dotted in ev.data["modules"]:
+        for dotted in ev.what.modules:
             target = self.project.find_module(dotted, self.search)
             if target is None or target.path in self.loaded:
                 continue
@@ -345,14 +349,14 @@ class _Walker:
 
     def call(self, mod: Module, ev, qualname, target, via) -> None:
         if target is None:
-            self.emit(TraceEvent("call", ev.data, mod.path, ev.loc, via, qualname))
+            self.emit(TraceEvent(ev.what, mod.path, ev.loc, via, qualname))
             return
         kind = target[0]
         if kind == "model":
             name, model = target[1], target[2]
-            for effect in model(ev.data["args"]):
-                self.emit(TraceEvent(effect.kind, dict(effect.data), mod.path, ev.loc, via, name))
-            self.emit(TraceEvent("call", ev.data, mod.path, ev.loc, via, qualname))
+            for effect in model(ev.what.args):
+                self.emit(TraceEvent(effect, mod.path, ev.loc, via, name))
+            self.emit(TraceEvent(ev.what, mod.path, ev.loc, via, qualname))
         elif kind == "function":
             self.enter(mod, ev, target[1], target[2], via)
         elif kind == "class":
@@ -362,8 +366,8 @@ class _Walker:
             if init and init[0] == "function":
                 self.enter(mod, ev, init[1], init[2], via)
             elif init and init[0] == "model":
-                for effect in init[2](ev.data["args"]):
-                    self.emit(TraceEvent(effect.kind, dict(effect.data), mod.path, ev.loc, via, init[1]))
+                for effect in init[2](ev.what.args):
+                    self.emit(TraceEvent(effect, mod.path, ev.loc, via, init[1]))
 
     def enter(self, mod: Module, ev, target_mod: Module, func: FunctionFacts, via) -> None:
         key = (target_mod.path, func.qualname)
@@ -398,10 +402,11 @@ class _Walker:
         """Call events of a function, unordered, and the project functions it reaches."""
         calls, more = [], []
         for ev in func.events:
-            if ev.kind != "call":
+            call = ev.what
+            if call.__class__ is not Call:
                 continue
-            calls.append(TraceEvent("call", ev.data, mod.path, ev.loc, (), ev.data["qualname"]))
-            q = ev.data["qualname"]
+            q = call.qualname
+            calls.append(TraceEvent(call, mod.path, ev.loc, (), q))
             target = self.project.resolve(q, mod, self.search) if q else None
             if target and target[0] == "function":
                 more.append((target[1], target[2]))

@@ -64,7 +64,7 @@ class CallFilter:
     @classmethod
     def for_lint(cls) -> CallFilter:
         """The filter for the lint rules as they are: every model key, every op rule API of any torch version."""
-        from opscan.lint.project import MODELS
+        from opscan.lint.modelled import MODELS
         from opscan.rules import load
 
         names, methods = set(MODELS), set()

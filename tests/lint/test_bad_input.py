@@ -563,13 +563,14 @@ def test_generated_training_projects_never_crash(workdir, main, mod):
 def test_very_long_call_chains_are_unknown_callees():
     """Naming every call of a chain thousands long would be quadratic: past 64 parts the callee is unknown."""
     from opscan.lint.facts import extract
+    from opscan.lint.model import Call, CudaWork
 
     facts = extract("x.py", b"import torch\nx = torch" + b".cuda()" * 200 + b"\n")
-    calls = [e.data["qualname"] for e in facts.body if e.kind == "call"]
+    calls = [e.what.qualname for e in facts.body if isinstance(e.what, Call)]
     assert len(calls) == 200
     assert calls[0] == "torch.cuda" and calls[62] == "torch" + ".cuda" * 63
     assert calls[64:] == [None] * 136
-    assert sum(e.kind == "cuda" for e in facts.body) == 199  # every `.cuda()` after the first still counts
+    assert sum(isinstance(e.what, CudaWork) for e in facts.body) == 199  # every `.cuda()` after the first still counts
 
 
 def test_circular_and_self_imports_run_each_module_once(folder):

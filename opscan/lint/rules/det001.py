@@ -42,9 +42,17 @@ Inserts `torch.use_deterministic_algorithms(True)` after the last seeding
 statement of the block (after the helper call when a project helper seeds). Safe.
 """
 
+from __future__ import annotations
+
 from opscan.codes import parse_doc
-from opscan.findings import Fix
+from opscan.findings import Finding, Fix
 from opscan.lint.context import Context, how
+from opscan.lint.edit import Edit
+from opscan.lint.model import Cudnn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.lint.fix.planner import Planner
 
 RULE = parse_doc(__doc__)
 
@@ -55,14 +63,178 @@ def check(ctx: Context) -> None:
     first = ctx.seeds[0]
     path, loc = first.anchor
     note = ""
-    if any(e.data.get("flag") == "deterministic" and e.data.get("value") is True for e in ctx.of("cudnn")):
+    if any(e.what.flag == "deterministic" and e.what.value is True for e in ctx.of(Cudnn)):
         note = " (`cudnn.deterministic = True` covers convolutions only)"
-    seed_lines = sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path})
+    seed_lines = tuple(sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path}))
     ctx.report(
         RULE,
         path,
         loc,
         f"Seeds {how(first)} but never enables determinism{note}; "
         "call `torch.use_deterministic_algorithms(True)` after seeding",
-        Fix("Insert `torch.use_deterministic_algorithms(True)` after seeding", "safe", {"action": "enable_determinism", "seed_lines": seed_lines}),
+        Fix("Insert `torch.use_deterministic_algorithms(True)` after seeding", "safe", EnableDeterminism(seed_lines)),
     )
+
+
+# -- the fix ------------------------------------------------------------------------
+# libcst is imported inside the functions below: only the fixer runs them.
+
+
+class EnableDeterminism(Edit):
+    """Insert `torch.use_deterministic_algorithms(True)` after the last statement of the block that seeds."""
+
+    _fields = ("seed_lines",)
+    __slots__ = _fields
+    order = 5  # last: it may add `import torch` below what the fixes put at the top
+
+    def __init__(self, seed_lines: tuple[int, ...]):
+        self.seed_lines = seed_lines  # the lines, in the file fixed, of its calls that seed (or reach a seeding helper)
+
+    def plan(self, planner: Planner, finding: Finding) -> bool:
+        import libcst as cst
+
+        from opscan.lint.fix.nodes import EXITS, statement
+
+        start, end = planner.span(finding)
+        seed_lines = set(self.seed_lines)
+        small = planner.innermost(cst.BaseSmallStatement, start, end)
+        if small is not None and isinstance(planner.parent.get(small), cst.SimpleStatementSuite):
+            return _enable_in_suite(planner, small, seed_lines)
+        stmt = planner.parent.get(small) if small is not None else planner.innermost(cst.BaseCompoundStatement, start, end)
+        block = planner.parent.get(stmt)
+        if stmt is None or not isinstance(block, (cst.Module, cst.IndentedBlock)):
+            return False
+        siblings = list(block.body)
+        last = stmt
+        for sibling in siblings[siblings.index(stmt) + 1 :]:
+            if _holds_seed(planner, sibling, seed_lines):
+                last = sibling
+        new = statement(f"{_determinism_callee(planner, last)}(True)")
+        if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], EXITS):
+            planner.edits.insert_before.setdefault(last, []).append(new)  # `return seed_everything(0)`
+        else:
+            planner.edits.insert_after.setdefault(last, []).append(new)
+        return True
+
+
+def _enable_in_suite(planner: Planner, small, seed_lines: set[int]) -> bool:
+    """`if args.seed: torch.manual_seed(s)`: add to the same one-line suite."""
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import EXITS
+
+    suite = planner.parent[small]
+    last = small
+    for other in suite.body[list(suite.body).index(small) + 1 :]:
+        if planner.range(other)[0][0] in seed_lines:
+            last = other
+    new = cst.Expr(cst.parse_expression(f"{_determinism_callee(planner, suite)}(True)"))
+    if isinstance(last, EXITS):
+        planner.edits.insert_before.setdefault(last, []).append(new)
+    else:
+        planner.edits.insert_after.setdefault(last, []).append(new)
+    return True
+
+
+def _holds_seed(planner: Planner, stmt, seed_lines: set[int]) -> bool:
+    """Does this statement run a seeding call itself (not in a def or class it defines)?"""
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import SCOPES
+
+    if isinstance(stmt, SCOPES):
+        return False
+    (first, _), (last, _) = planner.range(stmt)
+    for line in seed_lines:
+        if not first <= line <= last:
+            continue
+        text = planner.lines[line - 1]
+        point = (line, len(text) - len(text.lstrip()))
+        node = planner.innermost((cst.BaseSmallStatement, cst.BaseCompoundStatement), point)
+        for anc in [node, *planner.ancestors(node)] if node is not None else ():
+            if anc is stmt:
+                return True
+            if isinstance(anc, SCOPES):
+                break
+    return False
+
+
+def _determinism_callee(planner: Planner, at) -> str:
+    """How to name `torch.use_deterministic_algorithms` where `at` runs; adds `import torch` if needed.
+
+    An import in an enclosing function, or at module level, that binds torch
+    (`import torch`, `import torch as T`, `import torch.nn`,
+    `from torch import use_deterministic_algorithms`) is reused. At module
+    level it must come before the insertion, unless that is inside a function.
+    """
+    import libcst as cst
+
+    insert_line = planner.range(at)[1][0]
+    functions = [a for a in planner.ancestors(at) if isinstance(a, cst.FunctionDef)]
+    for scope in [*functions, planner.module]:
+        body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
+        must_precede = scope is not planner.module or not functions
+        found = None
+        for holder, imp in _imports_in(body):
+            if must_precede and _import_line(planner, holder, imp) >= insert_line:
+                continue
+            name = _torch_binding(imp)
+            if name and (found is None or "." in name):  # prefer torch.<...> over a bare imported name
+                found = name
+        if found:
+            return found
+    planner.ensure_torch_import(at)
+    return "torch.use_deterministic_algorithms"
+
+
+def _import_line(planner: Planner, holder, imp) -> int:
+    """The line of an import; `holder` is the statement of the scanned body that contains it."""
+    import libcst as cst
+
+    if isinstance(holder, cst.SimpleStatementLine):
+        return planner.range(holder)[0][0]
+    planner.ensure(planner.top_of.get(holder, holder))
+    return planner.range(imp)[0][0]
+
+
+def _imports_in(body) -> list:
+    """(statement of `body`, import) for the imports in a body, in if/try/with blocks too, not in nested defs."""
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import collect_statements
+
+    found = []
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            found.extend((stmt, s) for s in stmt.body if isinstance(s, (cst.Import, cst.ImportFrom)))
+        elif isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            inner: list = []
+            collect_statements(stmt, inner)
+            found.extend((stmt, imp) for _, imp in _imports_in(inner))
+    return found
+
+
+def _torch_binding(imp) -> str | None:
+    """What to call for `torch.use_deterministic_algorithms` given this import, if it helps."""
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import module_name
+
+    if isinstance(imp, cst.Import):
+        for alias in imp.names:
+            name = module_name(alias.name)
+            if alias.asname is not None:
+                if name == "torch":
+                    return f"{module_name(alias.asname.name)}.use_deterministic_algorithms"
+            elif name == "torch" or name.startswith("torch."):
+                return "torch.use_deterministic_algorithms"
+    elif (
+        isinstance(imp, cst.ImportFrom)
+        and not imp.relative
+        and module_name(imp.module) == "torch"
+        and not isinstance(imp.names, cst.ImportStar)
+    ):
+        for alias in imp.names:
+            if module_name(alias.name) == "use_deterministic_algorithms":
+                return module_name(alias.asname.name) if alias.asname else "use_deterministic_algorithms"
+    return None

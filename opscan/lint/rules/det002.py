@@ -42,9 +42,17 @@ top of the module, after the docstring and `from __future__` imports and before
 the first torch import, adding `import os` if needed. Safe.
 """
 
+from __future__ import annotations
+
 from opscan.codes import parse_doc
-from opscan.findings import Fix
-from opscan.lint.context import Context, how
+from opscan.findings import Finding, Fix
+from opscan.lint.context import CUBLAS, Context, how
+from opscan.lint.edit import Edit
+from opscan.lint.model import CUBLAS_VALUE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.lint.fix.planner import Planner
 
 RULE = parse_doc(__doc__)
 
@@ -66,5 +74,28 @@ def check(ctx: Context) -> None:
         path,
         loc,
         f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; set it to \":4096:8\" before torch starts cuBLAS",
-        Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", {"action": "insert_cublas_env"}),
+        Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", InsertCublasEnv()),
     )
+
+
+# -- the fix ------------------------------------------------------------------------
+
+
+class InsertCublasEnv(Edit):
+    """Insert `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` at the top of the module."""
+
+    _fields = ()
+    __slots__ = ()
+    order = 4  # into the top group, after any statement DET004 moves there
+
+    def plan(self, planner: Planner, finding: Finding) -> bool:
+        from opscan.lint.fix.nodes import statement
+
+        if planner.environ is not None:
+            return True  # a second finding for the same file: one statement does for both
+        environ = planner.ensure_os(None)
+        if environ is None:
+            return False
+        q = planner.quote
+        planner.edits.top.append(statement(f"{environ}.setdefault({q}{CUBLAS}{q}, {q}{CUBLAS_VALUE}{q})"))
+        return True

@@ -24,21 +24,87 @@ os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 Replaces the value with `:4096:8`. Safe.
 """
 
+from __future__ import annotations
+
 from opscan.codes import parse_doc
-from opscan.findings import Fix
-from opscan.lint.context import VALID_CUBLAS, Context
+from opscan.findings import Finding, Fix
+from opscan.lint.context import CUBLAS, VALID_CUBLAS, Context
+from opscan.lint.edit import Edit
+from opscan.lint.model import CUBLAS_VALUE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.lint.fix.planner import Planner
 
 RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
     for event in ctx.cublas_sets:
-        value = event.data.get("value")
+        value = event.what.value
         if isinstance(value, str) and value not in VALID_CUBLAS:
             ctx.report(
                 RULE,
                 event.path,
                 event.loc,
                 f'CUBLAS_WORKSPACE_CONFIG={value!r} is not accepted by torch; use ":4096:8" or ":16:8"',
-                Fix('Replace the value with ":4096:8"', "safe", {"action": "replace_cublas_value", "old": value}),
+                Fix('Replace the value with ":4096:8"', "safe", ReplaceCublasValue(value)),
             )
+
+
+# -- the fix ------------------------------------------------------------------------
+# libcst is imported inside the functions below: only the fixer runs them.
+
+
+class ReplaceCublasValue(Edit):
+    """Replace the string `old` that CUBLAS_WORKSPACE_CONFIG is set to with ":4096:8", in the same quotes."""
+
+    _fields = ("old",)
+    __slots__ = _fields
+    order = 0  # in place
+
+    def __init__(self, old: str):
+        self.old = old
+
+    def plan(self, planner: Planner, finding: Finding) -> bool:
+        import libcst as cst
+
+        from opscan.lint.fix.nodes import same_quotes, string_value
+
+        start, end = planner.span(finding)
+        node = planner.innermost((cst.Assign, cst.AnnAssign, cst.Call), start, end)
+        if node is None:
+            return False
+        for key, value in _env_pairs(node):
+            if string_value(key) == CUBLAS and string_value(value) == self.old:
+                planner.claim(value)
+                planner.edits.replace[value] = lambda updated, v=value: same_quotes(v, CUBLAS_VALUE)
+                return True
+        return False
+
+
+def _env_pairs(node):
+    """(key, value) expression pairs that set environment variables in this statement or call."""
+    import libcst as cst
+
+    if isinstance(node, (cst.Assign, cst.AnnAssign)):
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+                index = target.slice[0].slice
+                if isinstance(index, cst.Index):
+                    yield index.value, node.value
+        return
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+    key = positional[0] if positional else keywords.get("key", keywords.get("name"))
+    value = positional[1] if len(positional) > 1 else keywords.get("default", keywords.get("value"))
+    if key is not None and value is not None:
+        yield key, value  # setdefault(key, value), putenv(name, value)
+    for name, value in keywords.items():  # update(CUBLAS_WORKSPACE_CONFIG=...)
+        yield cst.SimpleString(repr(name)), value
+    for arg in positional[:1]:  # update({...})
+        if isinstance(arg, cst.Dict):
+            for element in arg.elements:
+                if isinstance(element, cst.DictElement):
+                    yield element.key, element.value

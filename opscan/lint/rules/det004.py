@@ -34,9 +34,17 @@ Moves the assignment to the top of the module, where DET002's fix would put
 it. Unsafe: code between the two places may depend on the old position.
 """
 
+from __future__ import annotations
+
 from opscan.codes import parse_doc
-from opscan.findings import Fix
-from opscan.lint.context import Context, via_text
+from opscan.findings import Finding, Fix
+from opscan.lint.context import CUBLAS, Context, via_text
+from opscan.lint.edit import Edit
+from opscan.lint.model import CudaWork, EnvWrite
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.lint.fix.planner import Planner
 
 RULE = parse_doc(__doc__)
 
@@ -44,9 +52,10 @@ RULE = parse_doc(__doc__)
 def check(ctx: Context) -> None:
     first_cuda = None
     for event in ctx.trace.events:
-        if event.kind == "cuda" and first_cuda is None:
+        what = event.what
+        if what.__class__ is CudaWork and first_cuda is None:
             first_cuda = event
-        elif event.kind == "env" and event.data.get("var") == "CUBLAS_WORKSPACE_CONFIG":
+        elif what.__class__ is EnvWrite and what.var == CUBLAS:
             if first_cuda is None:
                 return  # set before any CUDA work: later re-sets do not matter
             path, loc = event.anchor
@@ -54,15 +63,86 @@ def check(ctx: Context) -> None:
             where = f"line {cuda_loc.line}" if cuda_path == path else f"{cuda_path}:{cuda_loc.line}"
             movable = (
                 (event.path, event.loc) == (path, loc)  # the statement itself is in this script
-                and event.api in (None, "os.environ[...] =", "os.environ.setdefault", "os.putenv")
-                and isinstance(event.data.get("value"), str)  # a computed value may need names defined later
+                and event.api in (None, "os.environ.setdefault", "os.putenv")  # None: `os.environ[...] =`
+                and isinstance(what.value, str)  # a computed value may need names defined later
             )
             ctx.report(
                 RULE,
                 path,
                 loc,
-                f"CUBLAS_WORKSPACE_CONFIG is set{via_text(event)} after CUDA work ({first_cuda.data.get('what')} at {where}); "
+                f"CUBLAS_WORKSPACE_CONFIG is set{via_text(event)} after CUDA work ({first_cuda.what.call} at {where}); "
                 "set it before any CUDA work, at the top of the script",
-                Fix("Move the assignment to the top of the module", "unsafe", {"action": "move_cublas_env"}) if movable else None,
+                Fix("Move the assignment to the top of the module", "unsafe", MoveCublasEnv()) if movable else None,
             )
             return
+
+
+# -- the fix ------------------------------------------------------------------------
+# libcst is imported inside the functions below: only the fixer runs them.
+
+
+class MoveCublasEnv(Edit):
+    """Move the statement that sets CUBLAS_WORKSPACE_CONFIG to the top of the module, where DET002's fix puts it."""
+
+    _fields = ()
+    __slots__ = ()
+    order = 3  # into the top group, before DET002's insertion
+
+    def plan(self, planner: Planner, finding: Finding) -> bool:
+        import libcst as cst
+
+        from opscan.lint.fix.nodes import is_main_guard
+        from opscan.lint.fix.planner import Moved
+
+        start, end = planner.span(finding)
+        small = planner.innermost((cst.Assign, cst.Expr), start, end)
+        if small is None or not isinstance(planner.parent.get(small), cst.SimpleStatementLine):
+            return False
+        line = planner.parent[small]
+        if planner.parent.get(line) is planner.module and planner.body.index(line) <= planner.top_at:
+            return False  # already at the top
+        # Not out of a condition or loop: only from the module body, the `__main__`
+        # block, and function bodies (the trace reached it, so the function runs).
+        for anc in planner.ancestors(line):
+            if anc is planner.module or isinstance(anc, (cst.IndentedBlock, cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(anc, cst.If) and planner.parent.get(anc) is planner.module and is_main_guard(anc.test):
+                continue
+            return False
+        # It may use nothing but os (defined at the top too) and literals.
+        roots = _free_names(small)
+        if len(roots) != 1:
+            return False
+        (root,) = roots
+        whole_line = len(line.body) == 1
+        planner.claim(*((line, small) if whole_line else (small,)))
+        if planner.ensure_os(root) is None:
+            return False
+        planner.edits.remove.add(line if whole_line else small)
+        planner.edits.top.append(Moved(small, line if whole_line else None))
+        return True
+
+
+def _free_names(small) -> set[str]:
+    """Names a statement reads that are not attributes or keyword names."""
+    import libcst as cst
+
+    names: set[str] = set()
+
+    class Collect(cst.CSTVisitor):
+        def visit_Attribute(self, node):
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node):
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node):
+            names.add(node.value)
+
+    small.visit(Collect())
+    # Assignment targets like os.environ[...] are reads of `os`; plain-name targets would be writes.
+    if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) for t in small.targets):
+        names.add("<assigns a name>")
+    return names

@@ -28,9 +28,17 @@ Sets benchmark to False. Safe when the script enables determinism (that is its
 stated intent); unsafe otherwise, because it can slow training.
 """
 
+from __future__ import annotations
+
 from opscan.codes import parse_doc
-from opscan.findings import Fix
+from opscan.findings import Finding, Fix
 from opscan.lint.context import Context
+from opscan.lint.edit import Edit
+from opscan.lint.model import Cudnn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.lint.fix.planner import Planner
 
 RULE = parse_doc(__doc__)
 
@@ -39,13 +47,13 @@ def check(ctx: Context) -> None:
     if not ctx.seeds_or_enables:
         return
     applicability = "safe" if ctx.enables else "unsafe"
-    for event in ctx.of("cudnn"):
-        if event.data.get("flag") != "benchmark" or event.data.get("value") is not True:
+    for event in ctx.of(Cudnn):
+        if event.what.flag != "benchmark" or event.what.value is not True:
             continue
         if event.api is None:  # an assignment
-            what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, {"action": "benchmark_false", "keyword": False})
+            what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, BenchmarkFalse(keyword=False))
         elif event.api.endswith(".Trainer"):  # Lightning's Trainer(benchmark=True)
-            what, fix = f"`{event.api}(benchmark=True)`", Fix("Pass benchmark=False", applicability, {"action": "benchmark_false", "keyword": True})
+            what, fix = f"`{event.api}(benchmark=True)`", Fix("Pass benchmark=False", applicability, BenchmarkFalse(keyword=True))
         else:  # a helper that turns it on by itself
             what, fix = f"`{event.api}` sets `cudnn.benchmark = True`, which", None
         ctx.report(
@@ -55,3 +63,42 @@ def check(ctx: Context) -> None:
             f"{what} picks convolution algorithms by timing, which varies between runs; set benchmark to False",
             fix,
         )
+
+
+# -- the fix ------------------------------------------------------------------------
+
+
+class BenchmarkFalse(Edit):
+    """Turn `cudnn.benchmark = True` (or, with `keyword`, a call's `benchmark=True`) into False."""
+
+    _fields = ("keyword",)
+    __slots__ = _fields
+    order = 1  # in place
+
+    def __init__(self, keyword: bool):
+        self.keyword = keyword
+
+    def plan(self, planner: Planner, finding: Finding) -> bool:
+        import libcst as cst
+
+        from opscan.lint.fix.nodes import attr_name, is_name
+
+        start, end = planner.span(finding)
+        if self.keyword:
+            call = planner.innermost(cst.Call, start, end)
+            value = None
+            for arg in call.args if call is not None else ():
+                if arg.keyword is not None and arg.keyword.value == "benchmark" and is_name(arg.value, "True"):
+                    value = arg.value
+        else:
+            stmt = planner.innermost((cst.Assign, cst.AnnAssign), start, end)
+            value = stmt.value if stmt is not None and is_name(stmt.value, "True") else None
+            if isinstance(stmt, cst.Assign) and not any(attr_name(t.target) == "benchmark" for t in stmt.targets):
+                value = None
+            if isinstance(stmt, cst.AnnAssign) and attr_name(stmt.target) != "benchmark":
+                value = None
+        if value is None:
+            return False
+        planner.claim(value)
+        planner.edits.replace[value] = lambda updated: updated.with_changes(value="False")
+        return True

@@ -39,6 +39,7 @@ None automatic: the remedy depends on the model.
 
 from opscan.codes import parse_doc
 from opscan.lint.context import Context
+from opscan.lint.model import UNKNOWN, Call
 
 RULE = parse_doc(__doc__)
 
@@ -50,8 +51,6 @@ def _bind(api, args) -> dict:
             bound[name] = args.args[i]
     bound.update(dict(args.kwargs))
     if args.star:
-        from opscan.lint.model import UNKNOWN
-
         for name in api.args + api.keywords:
             bound.setdefault(name, UNKNOWN)
     return bound
@@ -83,30 +82,29 @@ def check(ctx: Context) -> None:
     if not ctx.enables:
         return
     # Under warn_only the op does not raise; it runs its nondeterministic kernel and warns.
-    strict = any(e.data.get("warn_only") is False for e in ctx.enables)
     consequence = (
         ", so it will raise under use_deterministic_algorithms(True)"
-        if strict
+        if ctx.strictly_enabled
         else ", so under warn_only it silently stays nondeterministic (strict mode would raise)"
     )
     by_name, by_method = _ops_for(ctx.torch_version)
     seen = set()
     for event in ctx.trace.events + ctx.trace.reachable_calls:
-        if event.kind != "call":
+        call = event.what
+        if call.__class__ is not Call:
             continue
         key = (event.path, event.loc)
         if key in seen:
             continue
         seen.add(key)
-        data = event.data
-        qualname = data.get("qualname") or ""
+        qualname = call.qualname or ""
         candidates = by_name.get(qualname, [])
-        if not candidates and data.get("method") and not qualname.startswith(("numpy.", "pandas.")):
-            candidates = by_method.get(data["method"], [])  # a tensor method on a receiver of unknown type
+        if not candidates and call.method and not qualname.startswith(("numpy.", "pandas.")):
+            candidates = by_method.get(call.method, [])  # a tensor method on a receiver of unknown type
         for op, api in candidates:
-            if data.get("no_grad") and op.phase == "backward":
+            if call.no_grad and op.phase == "backward":
                 continue
-            if api.matches(_bind(api, data["args"])) is not True:
+            if api.matches(_bind(api, call.args)) is not True:
                 continue
             name = f"`{api.name}`" if api.kind != "method" else f"`.{api.name}()`"
             ctx.report(

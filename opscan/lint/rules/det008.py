@@ -28,13 +28,14 @@ None automatic.
 
 from opscan.codes import parse_doc
 from opscan.lint.context import Context
+from opscan.lint.model import EnvWrite
 
 RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    for event in ctx.of("env"):
-        if event.data.get("var") == "PYTHONHASHSEED":
+    for event in ctx.of(EnvWrite):
+        if event.what.var == "PYTHONHASHSEED":
             ctx.report(
                 RULE,
                 event.path,

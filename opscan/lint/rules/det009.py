@@ -33,6 +33,7 @@ None automatic.
 from opscan.codes import parse_doc
 from opscan.lint.apis import global_rng_library
 from opscan.lint.context import Context
+from opscan.lint.model import Call
 
 RULE = parse_doc(__doc__)
 
@@ -44,13 +45,14 @@ def check(ctx: Context) -> None:
         return
     seen = set()
     for event in ctx.trace.events:
-        if event.kind != "call" or not event.data.get("qualname"):
+        qualname = event.what.qualname if event.what.__class__ is Call else None
+        if not qualname:
             continue
-        lib = global_rng_library(event.data["qualname"])
+        lib = global_rng_library(qualname)
         if lib is None or lib in ctx.seeded_libs or (event.path, event.loc) in seen:
             continue
         seen.add((event.path, event.loc))
-        short = event.data["qualname"].replace("numpy.", "np.")
+        short = qualname.replace("numpy.", "np.")
         ctx.report(
             RULE,
             event.path,
