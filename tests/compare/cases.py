@@ -56,6 +56,11 @@ def structure_changes_numbers():
     return _pair(run(steps=2), run(variant(scale_after_relu=True), steps=2))
 
 
+def structure_after_kernel():
+    # b clones the activation, and fc1's forward matmul rounds differently before that clone runs.
+    return _pair(run(steps=2), run(variant(clone_after_relu=True, nudge=(0, "forward", "aten.mm.default", "fc1")), steps=2))
+
+
 def environment():
     # b allows TF32: fc1's forward matmul rounds differently from the first op on.
     return _pair(
@@ -88,6 +93,7 @@ CASES = {
         initialisation_differs,
         structure_same_numbers,
         structure_changes_numbers,
+        structure_after_kernel,
         environment,
         truncated,
         different_targets,

@@ -61,6 +61,7 @@ EXPECTED_CAUSES = {
     "initialisation_differs": ("DET201", "aten.t.default", "fc1", "forward"),
     "structure_same_numbers": ("DET203", "aten.t.default", "fc2", "forward"),
     "structure_changes_numbers": ("DET203", "aten.mul.Tensor", "act", "forward"),
+    "structure_after_kernel": ("DET200", "aten.mm.default", "fc1", "forward"),
     "environment": ("DET204", "aten.mm.default", "fc1", "forward"),
     "truncated": None,
     "different_targets": None,
@@ -127,3 +128,20 @@ def test_command_line_exit_codes():
         assert proc.returncode == code, proc.stderr
         json.loads(proc.stdout)
         assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_format_renders_and_sarif_is_valid(name):
+    import jsonschema
+
+    from opscan.compare import compare_records
+    from opscan.output import FORMATS, render
+    from tests.util import chdir
+
+    with chdir(FIXTURES / name):
+        report = compare_records("a.jsonl", "b.jsonl")
+    out = {fmt: render(report, fmt) for fmt in FORMATS}
+    schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+    jsonschema.validate(json.loads(out["sarif"]), schema)
+    assert out["html"].count("<polyline") == 1  # the spread's line chart, drawn inline
+    assert "http" not in out["html"].replace("http://www.w3.org/2000/svg", "")  # self-contained
