@@ -291,13 +291,14 @@ class Walker:
                 "(the same torch, CUDA, cuDNN and driver, the same flags) and compare again.",
             )
         help_text, help_code = self._kernel_help(a)
+        also = f"; the environments differ too ({', '.join(self.env_diffs)})" if self.env_diffs else ""
         return Cause(
             codes.KERNEL,
             step,
             a,
             a,
             b,
-            f"`{a.op}` gave different outputs from bitwise-equal inputs ({where}): kernel nondeterminism{_size_text(a, b)}",
+            f"`{a.op}` gave different outputs from bitwise-equal inputs ({where}): kernel nondeterminism{_size_text(a, b)}{also}",
             help=help_text,
             help_code=help_code,
         )
