@@ -138,8 +138,14 @@ class End:
     seconds: Any
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _float(value: Any) -> float | None:
+    """A JSON number as a float (an integer too large for one is infinite); None for anything else."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def _string(d: dict, key: str) -> str | None:
@@ -370,7 +376,7 @@ class Record:
             shapes,
             tuple(ins),
             tuple(outs),
-            float(norm) if _is_number(norm) else None,
+            _float(norm),
             None if get("rng") is None else _rng(get("rng")),
             args,
             lineno,
@@ -398,15 +404,13 @@ class Record:
         for name, p in raw_params.items():
             if not isinstance(p, dict):
                 raise ValueError(f"parameter {name!r} is not an object")
-            norm = p.get("norm")
             params[name] = Param(
                 fp=_string(p, "fp"),
-                norm=float(norm) if _is_number(norm) else None,
+                norm=_float(p.get("norm")),
                 sample=_string(p, "sample"),
             )
         self._params = {name: p.fp for name, p in params.items() if p.fp is not None}
-        loss = d.get("loss")
-        return Step(step=number, ops=ops, params=params, loss=float(loss) if _is_number(loss) else None, lineno=lineno)
+        return Step(step=number, ops=ops, params=params, loss=_float(d.get("loss")), lineno=lineno)
 
 
 @dataclass(slots=True)
