@@ -97,7 +97,7 @@ def compare_records(path_a: str, path_b: str) -> Report:
         )
     if comparison.identical and comparison.steps and not errors:
         notices.append(f"the runs match bit for bit: {comparison.steps} steps, {comparison.ops} ops compared")
-    return build_report(comparison, env_rows=env_rows, structure_total=walker.structure_count, notices=notices, errors=errors)
+    return build_report(comparison, env_rows=env_rows, notices=notices, errors=errors)
 
 
 def _walk(ra: Record, rb: Record, walker: Walker, errors: list[Problem]) -> tuple[int, int]:

@@ -92,19 +92,34 @@ class Cause:
         return (self.code, self.at.op, self.at.module, self.at.file, self.at.line)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StructDiff:
-    """An op that one run has and the other does not (or runs elsewhere: moved)."""
+    """An op that one run has and the other does not (or runs elsewhere: moved), first seen at `step`.
+
+    The same difference in later steps (the same code runs every step) is
+    counted in `steps`, not listed again.
+    """
 
     step: int
     change: str
     a: Op | None
     b: Op | None
     position: int  # where in a's order it falls, to tell before from after
+    steps: int = 1
 
     @property
     def op(self) -> Op:
         return self.a if self.a is not None else self.b
+
+    @property
+    def key(self) -> tuple:
+        return (
+            self.change,
+            self.a.key if self.a else None,
+            self.b.key if self.b else None,
+            self.a.where if self.a else None,
+            self.b.where if self.b else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +142,7 @@ class Comparison:
     causes: list[Cause]
     primary: Cause | None
     structure: list[StructDiff]
+    structure_dropped: int
     structure_steps: int
     spread: list[SpreadRow]
     steps: int
@@ -156,8 +172,10 @@ class Walker:
         self.dropped_causes = 0
         self.primary: Cause | None = None
         self.first_numeric: tuple[int, int] | None = None  # (step, position in a) of the first differing op
-        self.structure: list[StructDiff] = []
-        self.structure_count = 0
+        self.structure: list[StructDiff] = []  # distinct differences, in order of first appearance
+        self._seen_structure: dict[tuple, StructDiff] = {}
+        self.structure_count = 0  # every difference, every step
+        self.structure_dropped = 0  # distinct ones past MAX_STRUCTURE
         self.structure_steps = 0
         self.spread: list[SpreadRow] = []
         self.ops = 0
@@ -238,8 +256,15 @@ class Walker:
         diffs += [StructDiff(step, MOVED, ops_a[x], ops_b[y], x) for x, y in al.pairs if x in al.moved]
         diffs.sort(key=lambda d: d.position)
         self.structure_count += len(diffs)
-        room = self.MAX_STRUCTURE - len(self.structure)
-        self.structure.extend(diffs[: max(room, 0)])
+        for d in diffs:
+            seen = self._seen_structure.get(d.key)
+            if seen is not None:
+                seen.steps += 1
+            elif len(self.structure) < self.MAX_STRUCTURE:
+                self._seen_structure[d.key] = d
+                self.structure.append(d)
+            else:
+                self.structure_dropped += 1
         for x in al.only_a:
             if ops_a[x].rng is not None:
                 self._draws.append((step, "a", x, ops_a[x]))
@@ -471,6 +496,7 @@ class Walker:
             causes=causes,
             primary=primary,
             structure=structure,
+            structure_dropped=self.structure_dropped,
             structure_steps=self.structure_steps,
             spread=self.spread,
             steps=len(self.spread),
@@ -482,7 +508,7 @@ class Walker:
         """Every structural difference is a random draw that a DET201 finding names already."""
         if not any(c.code == codes.RANDOM and c.a is not None and c.a.rng is not None for c in causes):
             return False
-        return all(d.change != MOVED and d.op.rng is not None for d in self.structure) and self.structure_count == len(self.structure)
+        return not self.structure_dropped and all(d.change != MOVED and d.op.rng is not None for d in self.structure)
 
     def _structure_cause(self, first: StructDiff, primary: Cause | None) -> Cause:
         if self.first_numeric is None:

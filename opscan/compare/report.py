@@ -53,7 +53,8 @@ SPREAD_NOTE = (
 )
 
 STRUCTURE_COLUMNS = (
-    Column("step", align="right"),
+    Column("step", "first step", align="right"),
+    Column("steps", align="right"),
     Column("change"),
     Column("op"),
     Column("module"),
@@ -133,12 +134,12 @@ def spread_table(comparison: Comparison) -> Table:
     return table
 
 
-def structure_table(comparison: Comparison, total: int) -> Table:
+def structure_table(comparison: Comparison) -> Table:
     table = Table("structure", "Structural differences (aligned op by op)", STRUCTURE_COLUMNS)
     for d in comparison.structure:
         table.add(*_structure_row(d))
-    if total > len(comparison.structure):
-        table.note = f"the first {len(comparison.structure)} of {total} structural differences"
+    if comparison.structure_dropped:
+        table.note = f"{comparison.structure_dropped} more distinct structural differences are not listed"
     return table
 
 
@@ -146,6 +147,7 @@ def _structure_row(d: StructDiff) -> tuple:
     op = d.op
     return (
         d.step,
+        d.steps,
         d.change,
         op.op,
         op.module,
@@ -184,7 +186,6 @@ def build(
     comparison: Comparison | None,
     *,
     env_rows: list[tuple[str, Any, Any]],
-    structure_total: int = 0,
     notices: list[str],
     errors: list,
 ) -> Report:
@@ -203,6 +204,6 @@ def build(
     report.tables.append(first_divergence_table(comparison.primary))
     report.tables.append(spread_table(comparison))
     if comparison.structure:
-        report.tables.append(structure_table(comparison, structure_total))
+        report.tables.append(structure_table(comparison))
     report.findings = [finding(c) for c in comparison.causes]
     return report

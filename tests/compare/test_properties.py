@@ -71,8 +71,8 @@ def test_inserted_ops_are_aligned_and_reported_exactly(tmp_path, v, steps, posit
     report = compare_records(str(a), str(b))
     rows = report.table("structure").rows
     assert len(rows) == len(modules)
-    assert {r[1] for r in rows} == {"only in b"}
-    assert {r[3] for r in rows} == modules
+    assert {r[2] for r in rows} == {"only in b"}
+    assert {r[4] for r in rows} == modules
     assert set(report.table("spread").column("ops_differ")) == {0}
     (finding,) = report.findings
     assert finding.code == "DET203" and finding.message.endswith("structure only, same numbers")
