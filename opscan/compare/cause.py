@@ -273,6 +273,11 @@ class Walker:
                 self._draws.append((step, "b", y, ops_b[y]))
 
     def _add(self, cause: Cause) -> None:
+        if cause.code == codes.RANDOM and "seed" in self.env_diffs and cause.step == self.first_step:
+            cause.code = codes.ENVIRONMENT
+            cause.message = f"The records were made with different seeds (see env_diff), so the runs part from the start. {cause.message}"
+            cause.help = "Compare two runs made with the same seed."
+            cause.help_code = ""
         if self.primary is None:
             self.primary = cause
         known = self.causes.get(cause.key)

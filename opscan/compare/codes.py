@@ -175,7 +175,9 @@ Reported by `opscan compare` when the records' environments differ (torch,
 CUDA, cuDNN, GPU, driver, the determinism, TF32 and cuDNN flags, the seed or
 the device) and the runs part at an op of the first step's forward pass
 that got equal inputs: a different library or flag computes the same op
-differently. The `env_diff` table lists every field that differs.
+differently. Records made with different seeds are reported here too,
+where the first random draw or the initial parameters part. The
+`env_diff` table lists every field that differs.
 
 ## Why is this bad?
 Bitwise reproducibility holds only on the same software, hardware and

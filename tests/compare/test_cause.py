@@ -121,3 +121,13 @@ def test_the_same_cause_in_later_steps_is_one_finding():
 def test_unfingerprinted_positions_are_not_evidence():
     result = walk([op("aten.mm.default", ["x", None], ["y", None])], [op("aten.mm.default", ["x", "g"], ["y", "h"])])
     assert result.identical
+
+
+def test_different_seeds_are_the_environment():
+    result = walk(
+        [op("aten.native_dropout.default", ["x"], ["y"], rng=Rng("cuda:0", 0, 0))],
+        [op("aten.native_dropout.default", ["x"], ["z"], rng=Rng("cuda:0", 1, 0))],
+        env_diffs=["seed"],
+    )
+    assert result.primary.code == "DET204"
+    assert result.primary.message.startswith("The records were made with different seeds")
