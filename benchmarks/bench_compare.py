@@ -9,8 +9,8 @@ float32 each, fingerprints that chain from op to op. Three pairs:
     structure   b runs one extra op in every step's forward: each step is aligned, not matched straight
 
 Each pair is compared end to end (`compare_records`: read, align, classify,
-the Report) `--rounds` times; the median wall time is reported, with the
-records' size. Usage: python benchmarks/bench_compare.py [--steps 200] [--rounds 3] [--keep DIR]
+the Report) `--rounds` times; the median wall and CPU times are reported,
+with the records' size (on a shared machine, the CPU time is the steadier figure). Usage: python benchmarks/bench_compare.py [--steps 200] [--rounds 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -148,11 +148,12 @@ def main(argv: list[str] | None = None) -> int:
     write_record(pairs["structure"], args.steps, diverge_at=None, extra_op=True)
     results = []
     for name, b in pairs.items():
-        times = []
+        times, cpu = [], []
         for _ in range(args.rounds):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             report = compare_records(a, b)
             times.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)
         results.append(
             {
                 "pair": name,
@@ -160,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ops_per_step": per_step,
                 "mib_each": round(os.path.getsize(a) / 2**20, 1),
                 "median_s": round(statistics.median(times), 3),
+                "median_cpu_s": round(statistics.median(cpu), 3),
                 "exit": report.exit_code(),
                 "findings": [f.code for f in report.findings],
             }
@@ -170,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in results:
             print(
                 f"{r['pair']:10s} {r['steps']} steps x {r['ops_per_step']} ops, {r['mib_each']} MiB a record: "
-                f"{r['median_s']:.2f} s (median of {args.rounds}), exit {r['exit']}, findings {r['findings']}"
+                f"{r['median_s']:.2f} s wall, {r['median_cpu_s']:.2f} s CPU (medians of {args.rounds}), "
+                f"exit {r['exit']}, findings {r['findings']}"
             )
     if not args.keep:
         for path in [a, *pairs.values()]:
