@@ -18,6 +18,7 @@ COMMANDS = {
     "lint": ("opscan.commands.lint", "Static check of training scripts (no torch needed)."),
     "scan": ("opscan.commands.scan", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
     "rule": ("opscan.commands.rule", "Print a rule's documentation, or list every rule."),
+    "compare": ("opscan.commands.compare", "Compare two records and name where and why the runs part (no torch needed)."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -29,6 +29,7 @@ SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix")
 COMMANDS = (
     ("lint", "Lint rules", "Reported by `opscan lint`, statically, without importing torch or running your code."),
     ("scan", "Scan codes", "Reported by `opscan scan`, which runs the model on a GPU in strict deterministic mode."),
+    ("compare", "Compare codes", "Reported by `opscan compare` (and `opscan diff`), which compares two records of a run and names where and why they part."),
 )
 
 

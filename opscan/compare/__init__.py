@@ -1,0 +1,146 @@
+"""`opscan compare A B`: where and why two records of a seeded run part.
+
+    from opscan.compare import compare_records
+    report = compare_records("a.jsonl", "b.jsonl")   # an opscan.findings.Report
+
+The records are read step by step in lockstep (`reader`), each step's ops are
+aligned (`align`), the aligned ops are compared fingerprint by fingerprint
+and every divergence is classified (`cause`), and the result becomes a Report
+(`report`) with the tables docs/record-format.md ("compare output")
+describes. Bad input never raises: the Report carries it in `errors` (exit 2).
+
+A feature: it reads JSON and needs no torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opscan.compare.cause import Walker
+from opscan.compare.reader import Header, Record, RecordError
+from opscan.compare.report import ABSENT, build as build_report
+from opscan.findings import Problem, Report
+
+__all__ = ["compare_records", "RecordError"]
+
+# Header fields that say which run this is, not how it computes: they differ with a warning.
+_RUN_FIELDS = ("target", "argv", "kind", "steps")
+
+
+def env_differences(a: Header, b: Header) -> list[tuple[str, Any, Any]]:
+    """(field, a's value, b's value) for every header field and `env` entry that differs, in the header's order."""
+    rows = []
+    run_a, run_b = a.run_fields(), b.run_fields()
+    for name in run_a:
+        if run_a[name] != run_b[name]:
+            rows.append((name, run_a[name], run_b[name]))
+    for name in [*a.env, *(k for k in b.env if k not in a.env)]:
+        va, vb = a.env.get(name, ABSENT), b.env.get(name, ABSENT)
+        if va != vb or type(va) is not type(vb):
+            rows.append((name, va, vb))
+    return rows
+
+
+def _open(path: str, errors: list[Problem]) -> Record | None:
+    try:
+        return Record(path)
+    except RecordError as exc:
+        errors.append(Problem(str(exc), target=path))
+        return None
+
+
+def compare_records(path_a: str, path_b: str) -> Report:
+    """Compare two records; never raises on bad input (the Report's `errors` say what was wrong)."""
+    errors: list[Problem] = []
+    notices: list[str] = []
+    ra, rb = _open(path_a, errors), _open(path_b, errors)
+    if ra is None or rb is None:
+        for record in (ra, rb):
+            if record is not None:
+                record.close()
+        return build_report(None, env_rows=[], notices=notices, errors=errors)
+    ha, hb = ra.header, rb.header
+    if ha.fingerprint != hb.fingerprint:
+        ra.close()
+        rb.close()
+        errors.append(
+            Problem(
+                f"the records use different fingerprint schemes ({path_a}: {ha.fingerprint}, {path_b}: {hb.fingerprint}), "
+                "so they cannot be compared bit for bit; record both with the same opscan"
+            )
+        )
+        return build_report(None, env_rows=[], notices=notices, errors=errors)
+    env_rows = env_differences(ha, hb)
+    if ha.target != hb.target or ha.argv != hb.argv:
+        notices.append(
+            f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
+            "compared op by op all the same"
+        )
+    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS])
+    left = _walk(ra, rb, walker, errors)
+    comparison = walker.result()
+    for record in (ra, rb):
+        notices.extend(record.notices)
+    for record in (ra, rb):
+        if record.cut_short:
+            errors.append(Problem(_cut_short(record), target=record.path))
+    if not comparison.steps and not errors:
+        errors.append(Problem("no step to compare: neither record has a finished step"))
+    notices.extend(_length_notices(ra, rb, left, comparison.steps))
+    if walker.dropped_causes:
+        notices.append(f"{walker.dropped_causes} more root causes not listed (the first {walker.MAX_CAUSES} are)")
+    only_a, only_b = comparison.param_names_differ
+    if only_a or only_b:
+        notices.append(
+            f"the models' parameters differ by name: {len(only_a)} only in {path_a}, {len(only_b)} only in {path_b} "
+            f"(first: {(only_a or only_b)[0]}); the others are compared"
+        )
+    if comparison.identical and comparison.steps and not errors:
+        notices.append(f"the runs match bit for bit: {comparison.steps} steps, {comparison.ops} ops compared")
+    return build_report(comparison, env_rows=env_rows, notices=notices, errors=errors)
+
+
+def _walk(ra: Record, rb: Record, walker: Walker, errors: list[Problem]) -> tuple[int, int]:
+    """Feed both records' steps to the walker in lockstep; the steps left over on each side."""
+    steps_a, steps_b = ra.steps(), rb.steps()
+    left_a = left_b = 0
+    try:
+        while True:
+            sa = next(steps_a, None)
+            sb = next(steps_b, None)
+            if sa is None or sb is None:
+                left_a = 0 if sa is None else 1 + sum(1 for _ in steps_a)
+                left_b = 0 if sb is None else 1 + sum(1 for _ in steps_b)
+                break
+            walker.add(sa, sb)
+    except RecordError as exc:
+        errors.append(Problem(str(exc)))
+    finally:
+        ra.close()
+        rb.close()
+    return left_a, left_b
+
+
+def _run_name(h: Header) -> str:
+    name = h.target or "(no target)"
+    return f"{name} {' '.join(h.argv)}" if h.argv else name
+
+
+def _cut_short(record: Record) -> str:
+    if record.last_step is None:
+        text = f"{record.path} was cut short before its first step finished (no `end` line)"
+    else:
+        text = f"{record.path} was cut short after step {record.last_step} (no `end` line); compared the steps both records have"
+    if record.partial_ops:
+        text += f"; the {record.partial_ops} ops of the unfinished step after it are not compared"
+    return text
+
+
+def _length_notices(ra: Record, rb: Record, left: tuple[int, int], compared: int) -> list[str]:
+    left_a, left_b = left
+    if not (left_a or left_b):
+        return []
+    longer, extra = (ra, left_a) if left_a else (rb, left_b)
+    if (rb if longer is ra else ra).cut_short:
+        return []  # the shorter record says it was cut short
+    return [f"{longer.path} has {extra} more step{'s' if extra != 1 else ''}; compared the first {compared}, which both have"]

@@ -1,0 +1,219 @@
+"""The codes `opscan compare` reports: one per class of root cause.
+
+Each RuleInfo is parsed from its own docstring, as `opscan/trace/codes.py`
+does; `opscan.registry` joins them with lint's and scan's for docs/rules.md,
+SARIF and `--statistics`.
+"""
+
+from __future__ import annotations
+
+from opscan.codes import parse_doc
+
+KERNEL_RULE = parse_doc(
+    """DET200 kernel-nondeterminism: An op gave different outputs from bitwise-equal inputs in the two runs.
+
+## What it does
+Reported by `opscan compare` (and `opscan diff`) for every op whose inputs
+have the same fingerprints in both records while its outputs do not, and
+whose generator state (for a random op) is the same. That op is where the
+runs part: every op after it that reads its output differs too, and those
+are not reported. The finding gives the op, its `nn.Module`, the line of
+your code that ran it (for a backward op, the forward line that made its
+autograd node), the step and phase, and how far its output norms are apart.
+
+## Why is this bad?
+The kernel reduces in an order that depends on thread scheduling (atomic
+adds, split reductions, an autotuned algorithm), so the same seed gives a
+different result every run, and the difference grows step by step.
+
+## Example
+```python
+torch.manual_seed(0)
+loss = F.embedding(ids, weight).sum()  # embedding backward sums with atomics on CUDA
+loss.backward()
+```
+
+## Use instead
+```python
+import os
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True)
+torch.backends.cudnn.benchmark = False
+loss = F.embedding(ids, weight).sum()
+loss.backward()
+```
+
+## Fix
+Turn determinism on (the three settings above). Where the op has no
+deterministic implementation, strict mode raises at it instead; the
+finding then carries the remedy from the rules data, and `opscan scan`
+lists every such op.
+""",
+    command="compare",
+)
+
+RANDOM_RULE = parse_doc(
+    """DET201 random-stream-shift: A random op drew from a different generator state, so it drew different numbers.
+
+## What it does
+Reported by `opscan compare` for a random op (dropout, `normal_`,
+`randperm`, ...) whose inputs are equal in both runs but whose generator
+state (the `rng` of the record: Philox seed and offset on CUDA, a hash of
+the state on the CPU) differs, so its outputs differ. The finding names the
+recorded draws that one run made and the other did not, before that op,
+and by how much the Philox offset moved. Parameters that differ before the
+first step (the models were initialised from different streams) are
+reported under this code too.
+
+## Why is this bad?
+One extra or missing draw, anywhere before, shifts every later random
+number: every dropout mask after it is different, though the seed is the same.
+
+## Example
+```python
+torch.manual_seed(0)
+noise = torch.rand(1)       # a debug draw, only in one version of the code
+out = F.dropout(x, p=0.1)   # draws from a shifted stream
+```
+
+## Use instead
+```python
+torch.manual_seed(0)
+debug_gen = torch.Generator().manual_seed(1)
+noise = torch.rand(1, generator=debug_gen)  # its own generator: the global stream is untouched
+out = F.dropout(x, p=0.1)
+```
+
+## Fix
+Make both runs draw the same numbers in the same order: remove or move the
+extra draw, or give it its own `torch.Generator`. Build the model in the
+same order in both versions (layers are initialised in construction order).
+""",
+    command="compare",
+)
+
+DATA_RULE = parse_doc(
+    """DET202 data-differs: A tensor entering the model (the batch) differs between the runs.
+
+## What it does
+Reported by `opscan compare` when the first op where the runs part reads an
+input that no earlier recorded op produced and that is not a parameter,
+and that input differs: the batch the data loader gave, or a tensor made
+outside the recorded ops. Everything that op computes from it differs, so
+this is where the runs part, though no kernel is at fault.
+
+## Why is this bad?
+The two runs trained on different data: a shuffled order that was not
+seeded, a worker that seeded its augmentations from the clock, a sampler
+with its own generator.
+
+## Example
+```python
+loader = DataLoader(dataset, shuffle=True, num_workers=4)
+```
+
+## Use instead
+```python
+def seed_worker(worker_id):
+    seed = torch.initial_seed() % 2**32
+    numpy.random.seed(seed)
+    random.seed(seed)
+
+loader = DataLoader(dataset, shuffle=True, num_workers=4,
+                    generator=torch.Generator().manual_seed(0), worker_init_fn=seed_worker)
+```
+
+## Fix
+Seed the data pipeline: the loader's `generator`, each worker's
+`worker_init_fn`, and every augmentation library the workers use.
+""",
+    command="compare",
+)
+
+STRUCTURE_RULE = parse_doc(
+    """DET203 structure-differs: The two runs ran different sequences of ops.
+
+## What it does
+Reported by `opscan compare` when the op sequences of a step differ. Each
+step's ops are aligned by (op, module, input shapes) with a shortest edit
+script, so reordered or inserted code still lines up with the rest; an op
+that only one run has, or that runs in another place, is a structural
+difference. The finding names the first one and says whether the numbers
+part before it, because of it, or not at all ("structure only, same
+numbers": a refactor that kept the maths).
+
+## Why is this bad?
+Records of different code are not the same run. Where the numbers part
+because of the change, the change is the cause, not the hardware.
+
+## Example
+```python
+h = self.act(self.fc1(x))
+h = h * self.scale          # a new op: the numbers part here
+```
+
+## Use instead
+```python
+h = self.act(self.fc1(x))   # compare records of the same code, or accept the change
+```
+
+## Fix
+If the change was meant to keep the maths and the finding says "same
+numbers", it did. Otherwise compare two records of the same code, or look
+at the op it names.
+""",
+    severity="warning",
+    command="compare",
+)
+
+ENVIRONMENT_RULE = parse_doc(
+    """DET204 environment-differs: The runs used different environments, and their numbers part from the start.
+
+## What it does
+Reported by `opscan compare` when the records' environments differ (torch,
+CUDA, cuDNN, GPU, driver, the determinism, TF32 and cuDNN flags, the seed or
+the device) and the runs part at an op of the first step's forward pass
+that got equal inputs: a different library or flag computes the same op
+differently. Records made with different seeds are reported here too,
+where the first random draw or the initial parameters part. The
+`env_diff` table lists every field that differs.
+
+## Why is this bad?
+Bitwise reproducibility holds only on the same software, hardware and
+flags; across them a matmul may pick another kernel or TF32, and the run
+differs from its first op.
+
+## Example
+```python
+torch.backends.cuda.matmul.allow_tf32 = True   # in one run only
+```
+
+## Use instead
+```python
+torch.backends.cuda.matmul.allow_tf32 = False  # the same flags in both runs
+```
+
+## Fix
+Compare runs from the same environment: make every field in `env_diff`
+equal (same torch, CUDA, cuDNN and driver, the same flags) and compare again.
+""",
+    command="compare",
+)
+
+KERNEL = KERNEL_RULE.code
+RANDOM = RANDOM_RULE.code
+DATA = DATA_RULE.code
+STRUCTURE = STRUCTURE_RULE.code
+ENVIRONMENT = ENVIRONMENT_RULE.code
+
+RULES = (KERNEL_RULE, RANDOM_RULE, DATA_RULE, STRUCTURE_RULE, ENVIRONMENT_RULE)
+
+# The `cause` column of `first_divergence`, by code.
+CAUSES = {
+    KERNEL: "kernel nondeterminism",
+    RANDOM: "random stream",
+    DATA: "data",
+    STRUCTURE: "structure",
+    ENVIRONMENT: "environment",
+}

@@ -1,0 +1,121 @@
+"""The golden cases: each a pair of synthetic records and what `opscan compare` must say about them.
+
+`tests/fixtures/compare/<case>/` holds `a.jsonl`, `b.jsonl` and `expected.txt`
+(the whole text output of `opscan compare a.jsonl b.jsonl`, run in that
+folder). `python scripts/gen_golden_compare.py` writes them from CASES;
+tests/compare/test_golden.py fails when either the records or the output
+change without their fixture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.compare.records import RecordWriter, run, variant
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
+
+# How a record is written: the run, and the cut (see RecordWriter.write).
+Case = tuple[RecordWriter, dict]
+
+
+def _pair(a: RecordWriter, b: RecordWriter, b_cut: dict | None = None) -> tuple[Case, Case]:
+    return (a, {}), (b, b_cut or {})
+
+
+def identical():
+    return _pair(run(steps=2), run(steps=2))
+
+
+def kernel_nondeterminism():
+    # gW1's matmul in fc1's backward rounds differently in b; everything after it reads that.
+    return _pair(run(steps=3), run(variant(nudge=(0, "backward", "aten.mm.default", "fc1")), steps=3))
+
+
+def random_stream():
+    # b draws torch.rand(4) before the dropout: the dropout's Philox offset is 4 ahead.
+    return _pair(run(variant(dropout=True), steps=2), run(variant(dropout=True, extra_draw=0), steps=2))
+
+
+def data_differs():
+    # b's first batch comes in the other order.
+    return _pair(run(steps=2), run(variant(swap_batch=0), steps=2))
+
+
+def initialisation_differs():
+    return _pair(run(steps=2), run(variant(init_shift=True), steps=2))
+
+
+def structure_same_numbers():
+    # b clones the activation and computes fc2's transpose first: two structural differences, the same maths.
+    return _pair(run(steps=2), run(variant(clone_after_relu=True, w2t_first=True), steps=2))
+
+
+def structure_changes_numbers():
+    # b doubles the activation: an inserted op whose output changes everything after it.
+    return _pair(run(steps=2), run(variant(scale_after_relu=True), steps=2))
+
+
+def structure_after_kernel():
+    # b clones the activation, and fc1's forward matmul rounds differently before that clone runs.
+    return _pair(run(steps=2), run(variant(clone_after_relu=True, nudge=(0, "forward", "aten.mm.default", "fc1")), steps=2))
+
+
+def environment():
+    # b allows TF32: fc1's forward matmul rounds differently from the first op on.
+    return _pair(
+        run(steps=2),
+        run(variant(env={"allow_tf32_matmul": True, "torch": "2.14.1+cu128"}, nudge=(0, "forward", "aten.mm.default", "fc1")), steps=2),
+    )
+
+
+def truncated():
+    # b was killed in step 2: no end line, and its last line is half written.
+    return _pair(run(steps=3), run(steps=3), {"cut_last": 1 + 18 + 18 + 5})
+
+
+def different_targets():
+    return _pair(run(steps=2), run(variant(header={"target": "models/tiny_v2.py:build"}), steps=2))
+
+
+def spread():
+    # A kernel difference in step 1's backward, then eight steps at a learning rate that lets it grow.
+    return _pair(run(variant(lr=1.0), steps=8), run(variant(lr=1.0, nudge=(1, "backward", "aten.mm.default", "fc1")), steps=8))
+
+
+CASES = {
+    f.__name__: f
+    for f in (
+        identical,
+        kernel_nondeterminism,
+        random_stream,
+        data_differs,
+        initialisation_differs,
+        structure_same_numbers,
+        structure_changes_numbers,
+        structure_after_kernel,
+        environment,
+        truncated,
+        different_targets,
+        spread,
+    )
+}
+
+
+def write_records(name: str, folder: Path) -> None:
+    """Write the case's a.jsonl and b.jsonl into folder."""
+    (a, a_cut), (b, b_cut) = CASES[name]()
+    folder.mkdir(parents=True, exist_ok=True)
+    a.write(folder / "a.jsonl", **a_cut)
+    b.write(folder / "b.jsonl", **b_cut)
+
+
+def compare_text(folder: Path) -> tuple[int, str]:
+    """The exit code and the text output of `opscan compare a.jsonl b.jsonl`, run in folder."""
+    from opscan.compare import compare_records
+    from opscan.output import render
+    from tests.util import chdir
+
+    with chdir(folder):
+        report = compare_records("a.jsonl", "b.jsonl")
+    return report.exit_code(), render(report, "text")

@@ -1,0 +1,133 @@
+"""The classification, op by op: the branches the golden cases do not reach."""
+
+from __future__ import annotations
+
+from opscan.compare.cause import Walker
+from opscan.compare.reader import Header, Op, Rng, Step
+
+
+def header(**env) -> Header:
+    return Header("t", (), "callable", 0, 1, "cuda", "s", 1, {"deterministic": False, **env})
+
+
+def op(name: str, ins, outs, *, phase="forward", module="m", rng=None, shapes=None, i=0) -> Op:
+    shapes = tuple((2,) for _ in ins) if shapes is None else shapes
+    return Op(i, name, phase, module, None, "net.py", 7, shapes, tuple(ins), tuple(outs), 1.0, rng, None, 1, (name, module, shapes, None))
+
+
+def step(*ops: Op, n: int = 0) -> Step:
+    return Step(n, list(ops), {}, None, 1)
+
+
+def walk(a: list[Op], b: list[Op], *, env_diffs=(), **env):
+    w = Walker(header(**env), list(env_diffs))
+    w.add(step(*a), step(*b))
+    return w.result()
+
+
+def test_an_op_with_no_deterministic_implementation_gets_its_remedy():
+    name = "aten.upsample_bicubic2d_backward.default"
+    result = walk([op(name, ["x"], ["y"])], [op(name, ["x"], ["z"])])
+    cause = result.primary
+    assert cause.code == "DET200"
+    assert "bicubic" in cause.help and "no deterministic implementation" in cause.help
+    assert cause.help_code
+
+
+def test_cudnn_benchmark_is_named_for_a_convolution():
+    name = "aten.convolution_backward.default"
+    result = walk([op(name, ["x"], ["y"])], [op(name, ["x"], ["z"])], cudnn_benchmark=True)
+    assert "cudnn.benchmark was on" in result.primary.help
+
+
+def test_with_determinism_on_the_help_says_look_elsewhere():
+    result = walk([op("aten.mm.default", ["x"], ["y"])], [op("aten.mm.default", ["x"], ["z"])], deterministic=True)
+    assert result.primary.help.startswith("Determinism was on")
+    assert result.primary.help_code == ""
+
+
+def test_a_kernel_difference_past_the_first_forward_mentions_the_environment():
+    a = [op("aten.relu.default", ["x"], ["y"]), op("aten.mm.default", ["y"], ["u"], phase="backward")]
+    b = [op("aten.relu.default", ["x"], ["y"]), op("aten.mm.default", ["y"], ["v"], phase="backward")]
+    result = walk(a, b, env_diffs=["torch"])
+    assert result.primary.code == "DET200"
+    assert result.primary.message.endswith("the environments differ too (torch)")
+
+
+def test_uninitialised_memory_is_not_a_difference():
+    a = [op("aten.empty.memory_format", [], ["junk1"]), op("aten.fill_.Scalar", ["junk1"], ["z"])]
+    b = [op("aten.empty.memory_format", [], ["junk2"]), op("aten.fill_.Scalar", ["junk2"], ["z"])]
+    result = walk(a, b)
+    assert result.primary is None and result.identical
+
+
+def test_a_shifted_stream_with_no_recorded_extra_draw_says_so():
+    ra, rb = Rng("cuda:0", 0, 16), Rng("cuda:0", 0, 32)
+    result = walk([op("aten.native_dropout.default", ["x"], ["y"], rng=ra)], [op("aten.native_dropout.default", ["x"], ["z"], rng=rb)])
+    assert result.primary.code == "DET201"
+    assert "The Philox offset is 16 ahead in b (a: 16, b: 32)" in result.primary.message
+    assert "No recorded op explains it" in result.primary.message
+
+
+def test_different_seeds_and_cpu_states_are_told_apart():
+    seeds = walk([op("aten.bernoulli_.float", ["x"], ["y"], rng=Rng("cuda:0", 0, 0))], [op("aten.bernoulli_.float", ["x"], ["z"], rng=Rng("cuda:0", 1, 0))])
+    assert "The generator seeds differ (a: 0, b: 1)" in seeds.primary.message
+    states = walk([op("aten.randperm.default", [], ["y"], rng=Rng("cpu", state="aa"))], [op("aten.randperm.default", [], ["z"], rng=Rng("cpu", state="bb"))])
+    assert "The generator states differ (a: state aa, b: state bb)" in states.primary.message
+
+
+def test_a_missing_draw_in_b_is_named():
+    ra = Rng("cuda:0", 0, 0)
+    a = [op("aten.rand.default", [], ["r"], module=None, rng=ra), op("aten.native_dropout.default", ["x"], ["y"], rng=Rng("cuda:0", 0, 4))]
+    b = [op("aten.native_dropout.default", ["x"], ["z"], rng=ra)]
+    result = walk(a, b)
+    assert result.primary.code == "DET201"
+    assert "a draws once where the other run does not, before it: `aten.rand.default` at net.py:7 (step 0)" in result.primary.message
+    assert [c.code for c in result.causes] == ["DET201"]  # the missing draw is explained there, not a second finding
+
+
+def test_an_op_that_reads_another_tensor_is_a_wiring_change():
+    a = [op("aten.relu.default", ["x"], ["p"]), op("aten.neg.default", ["x"], ["q"]), op("aten.add.Tensor", ["p", "p"], ["r"])]
+    b = [op("aten.relu.default", ["x"], ["p"]), op("aten.neg.default", ["x"], ["q"]), op("aten.add.Tensor", ["p", "q"], ["s"])]
+    result = walk(a, b)
+    assert result.primary.code == "DET203"
+    assert "wired differently" in result.primary.message
+
+
+def test_propagation_is_never_a_cause():
+    a = [op("aten.mm.default", ["x"], ["y1"]), op("aten.relu.default", ["y1"], ["z1"]), op("aten.sum.default", ["z1"], ["s1"])]
+    b = [op("aten.mm.default", ["x"], ["y2"]), op("aten.relu.default", ["y2"], ["z2"]), op("aten.sum.default", ["z2"], ["s2"])]
+    result = walk(a, b)
+    assert [c.at.op for c in result.causes] == ["aten.mm.default"]
+    assert result.spread[0].ops_differ == 3
+
+
+def test_independent_root_causes_are_each_reported():
+    a = [op("aten.mm.default", ["x"], ["y1"]), op("aten.index_add.default", ["x"], ["w1"], module="emb")]
+    b = [op("aten.mm.default", ["x"], ["y2"]), op("aten.index_add.default", ["x"], ["w2"], module="emb")]
+    result = walk(a, b)
+    assert [c.at.op for c in result.causes] == ["aten.mm.default", "aten.index_add.default"]
+
+
+def test_the_same_cause_in_later_steps_is_one_finding():
+    w = Walker(header(), [])
+    for n in range(3):
+        w.add(step(op("aten.mm.default", ["x"], ["y"]), n=n), step(op("aten.mm.default", ["x"], [f"z{n}"]), n=n))
+    result = w.result()
+    (cause,) = result.causes
+    assert cause.steps == [0, 1, 2]
+
+
+def test_unfingerprinted_positions_are_not_evidence():
+    result = walk([op("aten.mm.default", ["x", None], ["y", None])], [op("aten.mm.default", ["x", "g"], ["y", "h"])])
+    assert result.identical
+
+
+def test_different_seeds_are_the_environment():
+    result = walk(
+        [op("aten.native_dropout.default", ["x"], ["y"], rng=Rng("cuda:0", 0, 0))],
+        [op("aten.native_dropout.default", ["x"], ["z"], rng=Rng("cuda:0", 1, 0))],
+        env_diffs=["seed"],
+    )
+    assert result.primary.code == "DET204"
+    assert result.primary.message.startswith("The records were made with different seeds")
