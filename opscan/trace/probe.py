@@ -51,14 +51,16 @@ _UNINITIALIZED_PREFIXES = ("empty", "new_empty", "_empty")
 # Namespaces of ops with effects outside the process (collectives) or no data (profiler marks).
 _NOT_RERUN = frozenset({"c10d", "_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor", "profiler"})
 # Outputs that are scratch space, not results: the reserve and workspace buffers of
-# cuDNN, oneDNN and MIOpen, and the RNG seed tensors attention returns unfilled when
-# it draws nothing. Positions in the op's returned tuple, by op name (aten's schemas
+# cuDNN, oneDNN and MIOpen, CTC's partly filled alphas, and the RNG seed tensors
+# attention returns unfilled when it draws nothing. Their bits are whatever memory
+# held; what is read of them shows in the backward ops' results, which are compared. Positions in the op's returned tuple, by op name (aten's schemas
 # in 2.11 and 2.14.1).
 _SCRATCH = {
     "cudnn_batch_norm": (3,),
     "_cudnn_rnn": (3,),
     "miopen_rnn": (3,),
     "mkldnn_rnn_layer": (3,),
+    "_ctc_loss": (1,),  # log_alpha: filled only where the targets reach (what backward reads)
     "_embedding_bag": (3,),
     "_embedding_bag_forward_only": (3,),
     "_scaled_dot_product_efficient_attention": (2, 3),
@@ -174,31 +176,31 @@ class Result:
     largest: float = 0.0  # the largest absolute difference among them
 
 
-def _pairs(func, args, kwargs, cargs, ckwargs, out, out2) -> list[tuple]:
-    """(first run, rerun) tensor pairs: the outputs, then the arguments the op wrote to."""
+def results(func, args, kwargs, out) -> list:
+    """What an op produced, flattened: its outputs (less scratch), then the arguments it wrote to, each once."""
     scratch = _SCRATCH.get(_name(func)[1], ())
-    if scratch and isinstance(out, tuple) and isinstance(out2, tuple):
+    if scratch and isinstance(out, tuple):
         out = tuple(x for i, x in enumerate(out) if i not in scratch)
-        out2 = tuple(x for i, x in enumerate(out2) if i not in scratch)
-    first, second = tree_flatten(out)[0], tree_flatten(out2)[0]
-    if len(first) != len(second):
-        return [(_OTHER_STRUCTURE, None)]  # the rerun returned another structure: that differs
-    pairs = list(zip(first, second))
+    found = tree_flatten(out)[0]
     for position, name in _writes(func):
         if position < len(args):
-            a, b = args[position], cargs[position]
+            found.extend(tree_flatten(args[position])[0])
         elif name in kwargs:
-            a, b = kwargs[name], ckwargs[name]
-        else:
-            continue
-        pairs.extend(zip(tree_flatten(a)[0], tree_flatten(b)[0]))
+            found.extend(tree_flatten(kwargs[name])[0])
     seen, unique = set(), []
-    for a, b in pairs:
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            if id(a) not in seen:
-                seen.add(id(a))
-                unique.append((a, b))
+    for x in found:
+        if id(x) not in seen or not isinstance(x, torch.Tensor):
+            seen.add(id(x))
+            unique.append(x)
     return unique
+
+
+def _pairs(func, args, kwargs, cargs, ckwargs, out, out2) -> list[tuple]:
+    """(first run, rerun) tensor pairs, in the order `results` gives them."""
+    first, second = results(func, args, kwargs, out), results(func, cargs, ckwargs, out2)
+    if len(first) != len(second):
+        return [(_OTHER_STRUCTURE, None)]  # the rerun returned another structure: that differs
+    return [(a, b) for a, b in zip(first, second) if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)]
 
 
 _OTHER_STRUCTURE = object()
