@@ -115,7 +115,6 @@ def rule_row(rule, device: str, dtype: str, torch_version: str) -> dict:
         phase=rule.phase,
         expected=RAISES if raises else NO_ALERT,
         strict=NOT_MEASURED,
-        caller=rule.callers[0] if raises else "",
         verdict=V_NOT_MEASURED,
         remedy="",
         measured=False,

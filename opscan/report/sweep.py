@@ -521,7 +521,7 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
     selected = cases(device, samples=samples, patterns=patterns)
     state = _State(state_path, header, fresh=not os.path.exists(state_path) or os.path.getsize(state_path) == 0)
     torch_version = torch.__version__
-    tried, stopped, broken = 0, "", ""
+    tried, stopped, broken, running = 0, "", "", None
     try:
         with _sigterm_interrupts():
             for i, case in enumerate(selected):
@@ -540,6 +540,7 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
                 if progress is not None:
                     progress(i, len(selected), case.op)
                 state.write({"start": case.key})
+                running = case.key
                 started = time.monotonic()
                 try:
                     r = run_case(case, db, device=device, runs=runs, torch_version=torch_version, deadline=deadline)
@@ -554,6 +555,7 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
                                    note=f"a CUDA error that ends the process: {exc}")  # fmt: skip
                 spent = time.monotonic() - started
                 state.write({"key": case.key, "row": r, "seconds": round(spent, 3)})
+                running = None
                 done[case.key] = r
                 seconds += spent
                 tried += 1
@@ -562,6 +564,8 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
                     break
     except KeyboardInterrupt:
         stopped = "an interrupt"
+        if running is not None:
+            state.write({"dropped": running})  # interrupted, not crashed: it runs again on resume
     finally:
         state.close()
     rows = [done[c.key] for c in selected if c.key in done]

@@ -151,3 +151,28 @@ def test_notable_rows():
     ]
     assert [r["op"] for r in notable(rows)] == ["a", "c", "d"]
     assert table({"tables": [matrix.summary(rows).to_dict()]}, "summary")["rows"][0] == {"verdict": "raises", "measured": 0, "from_rules": 2}
+
+
+def test_an_interrupted_sweep_reports_what_it_did_and_resumes_the_rest(tmp_path, monkeypatch):
+    from opscan.report import sweep
+
+    state = tmp_path / "state.jsonl"
+    real, calls = sweep.run_case, []
+
+    def interrupted_on_the_second(case, *args, **kwargs):
+        calls.append(case.key)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(case, *args, **kwargs)
+
+    monkeypatch.setattr(sweep, "run_case", interrupted_on_the_second)
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["env"]["sweep"].startswith("partial: 1 of 4 cases, stopped by an interrupt")
+    monkeypatch.setattr(sweep, "run_case", real)
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["env"]["sweep"] == "complete: 4 cases" and doc["env"]["sweep_tried_now"] == 3
+    assert all(r["verdict"] != matrix.V_ERROR for r in ops_rows(doc)), "an interrupted case is not a crashed one"

@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 import pytest
 
 from opscan.report import matrix
-from opscan.rules import load
+from opscan.rules import NEWEST_TORCH, load
 from tests.report.helpers import ROOT, opscan_report, ops_rows
 
 torch = pytest.importorskip("torch")
@@ -48,6 +48,7 @@ def test_json_lists_every_rule_for_the_installed_torch(cpu_report):
         assert r["aten"] == list(rule.aten) and r["phase"] == rule.phase
         if r["device"] == "cuda":
             assert r["measured"] is False and r["note"] == matrix.FROM_RULES and r["verdict"] == "not measured"
+            assert r["strict"] == "not measured" and r["caller"] == r["default"] == r["strict_bits"] == ""
 
 
 def test_the_cpu_reproducers_ran_for_real(cpu_report):
@@ -140,7 +141,7 @@ def test_without_torch_every_row_is_from_the_rules(tmp_path):
     rows = ops_rows(doc)
     assert {r["rule"] for r in rows} == {op.id for op in DB.ops}
     assert all(r["measured"] is False and r["note"] == matrix.FROM_RULES for r in rows)
-    assert doc["env"]["rules_torch"] == "2.14" and doc["env"]["torch"] is None
+    assert doc["env"]["rules_torch"] == NEWEST_TORCH and doc["env"]["torch"] is None
     assert "torch is not installed" in proc.stderr
 
 
