@@ -19,6 +19,7 @@ COMMANDS = {
     "scan": ("opscan.commands.scan", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
     "rule": ("opscan.commands.rule", "Print a rule's documentation, or list every rule."),
     "compare": ("opscan.commands.compare", "Compare two records and name where and why the runs part (no torch needed)."),
+    "report": ("opscan.commands.report", "Which ops raise, switch to a deterministic path or differ silently, on this torch and GPU."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -213,6 +213,9 @@ def adaptive_pool_remedy(op: str, shapes, module_label: str = "") -> Remedy | No
     return None
 
 
+# `dtypes` a rule may name: the report runs the reproducer under torch.set_default_dtype, which takes these.
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+
 # `remedy_by_shape` values a rule may name, each a function (op, shapes, module_label) -> Remedy | None.
 SHAPE_REMEDIES = {"adaptive-pool": adaptive_pool_remedy}
 
@@ -222,7 +225,7 @@ class OpRule(Frozen):
 
     _fields = (
         "id", "title", "apis", "aten", "callers", "phase", "devices", "torch", "remedy", "remedy_code",
-        "reproducer", "provenance", "source", "remedy_by_shape",
+        "reproducer", "provenance", "source", "remedy_by_shape", "dtypes", "remedy_reproducer",
     )  # fmt: skip
     __slots__ = _fields
 
@@ -242,6 +245,8 @@ class OpRule(Frozen):
         provenance: str = "",
         source: str = "",
         remedy_by_shape: str = "",
+        dtypes: tuple[str, ...] = ("float32",),
+        remedy_reproducer: str = "",
     ):
         self.id = id
         self.title = title
@@ -258,6 +263,10 @@ class OpRule(Frozen):
         self.source = source  # the rules file it came from
         # A key of SHAPE_REMEDIES: runtime shapes can make an exact deterministic equivalent.
         self.remedy_by_shape = remedy_by_shape
+        # The default dtypes the report runs the reproducer with; the first is the reproducer's own.
+        self.dtypes = dtypes
+        # A snippet (names as for `reproducer`) that does what `remedy` suggests, for the report to run.
+        self.remedy_reproducer = remedy_reproducer
 
     def raises_on(self, torch_version: str, device: str = "cuda") -> bool:
         return device in self.devices and version_in_range(torch_version, self.torch)
@@ -425,11 +434,17 @@ def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
                 provenance=raw.get("provenance", ""),
                 source=path.name,
                 remedy_by_shape=raw.get("remedy_by_shape", ""),
+                dtypes=_as_tuple(raw.get("dtypes", ["float32"])),
+                remedy_reproducer=raw.get("remedy_reproducer", ""),
             )
         except KeyError as exc:
             raise RulesError(f"{where}: missing key {exc}") from exc
         if op.remedy_by_shape and op.remedy_by_shape not in SHAPE_REMEDIES:
             raise RulesError(f"{where}: remedy_by_shape must be one of {sorted(SHAPE_REMEDIES)}")
+        if not op.dtypes or len(set(op.dtypes)) != len(op.dtypes) or not set(op.dtypes) <= set(DTYPES):
+            raise RulesError(f"{where}: dtypes must be distinct names from {', '.join(DTYPES)}")
+        if not isinstance(op.remedy_reproducer, str):
+            raise RulesError(f"{where}: remedy_reproducer must be a string of Python")
         if op.phase not in ("forward", "backward"):
             raise RulesError(f"{where}: phase must be forward or backward")
         if not op.devices or not set(op.devices) <= {"cpu", "cuda"}:

@@ -64,19 +64,44 @@ def test_snippets_are_valid_python(op):
     ast.parse(textwrap.dedent(op.reproducer))
     if op.remedy_code.strip():
         ast.parse(textwrap.dedent(op.remedy_code))
+    if op.remedy_reproducer.strip():
+        ast.parse(op.remedy_reproducer)
+
+
+def _undefined_names(source: str) -> set[str]:
+    """Names a snippet reads that it neither imports, assigns, defines nor gets in scope (torch, nn, F, device)."""
+    tree = ast.parse(source)
+    imported = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned |= {e.id for n in ast.walk(tree) if isinstance(n, ast.Tuple) for e in n.elts if isinstance(e, ast.Name)}
+    assigned |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assigned |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for a in n.args.args}
+    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loaded - {"torch", "nn", "F", "device"} - imported - assigned - set(dir(builtins))
 
 
 @pytest.mark.parametrize("op", OPS, ids=IDS)
 def test_reproducer_uses_only_the_documented_names(op):
-    """Reproducers run with torch, nn, F and device in scope; anything else they must import."""
-    tree = ast.parse(op.reproducer)
-    imported = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    assigned |= {e.id for n in ast.walk(tree) if isinstance(n, ast.Tuple) for e in n.elts if isinstance(e, ast.Name)}
-    loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    unknown = loaded - {"torch", "nn", "F", "device"} - imported - assigned - set(dir(builtins))
-    assert not unknown, f"undefined names in reproducer: {unknown}"
-    assert "device" in loaded, "the reproducer must build its tensors on `device`"
+    """Reproducers (and remedy reproducers) run with torch, nn, F and device in scope; anything else they must import."""
+    for source in filter(None, (op.reproducer, op.remedy_reproducer)):
+        assert not _undefined_names(source), f"undefined names in {source!r}: {_undefined_names(source)}"
+        loaded = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+        assert "device" in loaded, "the snippet must build its tensors on `device`"
+
+
+@pytest.mark.parametrize("op", OPS, ids=IDS)
+def test_report_fields(op):
+    assert op.dtypes and len(set(op.dtypes)) == len(op.dtypes) and set(op.dtypes) <= set(rules.DTYPES)
+    assert op.dtypes[0] == "float32", "the first dtype is the reproducer's own, which the GPU tests check"
+
+
+def test_most_remedies_are_runnable():
+    """The families whose remedy is an equivalent op carry a remedy_reproducer; the rest are the documented few."""
+    without = {op.id for op in OPS if not op.remedy_reproducer.strip()}
+    assert without == {
+        "torchvision_roi_align_backward", "torchvision_roi_pool_backward",
+        "torchvision_ps_roi_align_backward", "torchvision_ps_roi_pool_backward",
+    }
 
 
 @pytest.mark.parametrize("op", [op for op in OPS if "cuda" in op.devices], ids=lambda op: op.id)
@@ -290,6 +315,10 @@ def test_when_semantics(op_id, name, bound, expected):
         ('id = "x"\nremedy = "r."\n[[op.api]]\nname = "f"\nwhen = [{ mode = { like = "a" } }]\n', "predicate"),
         ('id = "x"\nremedy = "r."\n[[op.api]]\nname = "f"\nwhen = [{ mode = { in = "a" } }]\n', "takes a list"),
         ('id = "x"\nremedy = "r."\n[[op.api]]\nkind = "layer"\n', "without a name"),
+        ('id = "x"\nremedy = "r."\ndtypes = ["int64"]\n', "dtypes must be"),
+        ('id = "x"\nremedy = "r."\ndtypes = []\n', "dtypes must be"),
+        ('id = "x"\nremedy = "r."\ndtypes = ["float16", "float16"]\n', "dtypes must be"),
+        ('id = "x"\nremedy = "r."\nremedy_reproducer = 3\n', "remedy_reproducer must be"),
     ],
 )
 def test_loader_rejects_bad_data(tmp_path: Path, snippet, message):

@@ -87,12 +87,23 @@ def target_paths(targets) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
+    parser.add_argument(
+        "--probe", action="store_true",
+        help="rerun each op on cloned inputs and report the ops whose bits differ without raising (DET101); "
+        "determinism off, as torch's default, which finds the atomics",
+    )  # fmt: skip
+    parser.add_argument(
+        "--strict", action="store_true",
+        help="with --probe: probe in strict deterministic mode, which finds kernels that claim determinism and are not",
+    )  # fmt: skip
     add_output_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from opscan.trace.runner import TargetError
 
+    if args.strict and not args.probe:
+        return error("--strict goes with --probe (a plain scan is always strict)")
     try:
         targets = parse_targets(args)
     except TargetError as exc:
@@ -115,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         return error(str(exc))
     steps = args.steps or settings.max_steps or 1
-    report = scan(targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape)
+    probe = ("strict" if args.strict else "default") if args.probe else None
+    report = scan(targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape, probe=probe)
     if device == "cpu":
         report.notices.insert(0, PARTIAL_SCAN)
     return emit(report, args)

@@ -64,14 +64,16 @@ class CatchMode(TorchDispatchMode):
     `on_alert(func, args, kwargs, alert, frame)` is called for each alert, in
     the thread that ran the op (an autograd thread for backward ops); `frame`
     is the Python frame that called the op. If `sourcemap` is given, new
-    autograd nodes are attributed to the current forward site.
+    autograd nodes are attributed to the current forward site; with
+    `every_site`, also the nodes of ops whose backward never alerts.
     """
 
-    def __init__(self, on_alert: Callable, sourcemap=None):
+    def __init__(self, on_alert: Callable, sourcemap=None, *, every_site: bool = False):
         super().__init__()
         self.on_alert = on_alert
         self.sourcemap = sourcemap if sourcemap is not None and sourcemap.record_nodes_enabled else None
-        self._skip_sites = never_alerting_backward_ops() if self.sourcemap is not None else frozenset()
+        skip = self.sourcemap is not None and not every_site
+        self._skip_sites = never_alerting_backward_ops() if skip else frozenset()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         sourcemap = self.sourcemap

@@ -91,6 +91,52 @@ Set the variable before the first CUDA call, in the script or the job's environm
     command="scan",
 )
 
+PROBE_RULE = parse_doc(
+    """DET101 silent-nondeterministic-op: An op gave different bits from identical inputs without raising the determinism alert.
+
+## What it does
+Reported by `opscan scan --probe`. The probe runs the model forward and
+backward (or a training script up to a few optimizer steps) and, for each aten
+op, clones its inputs before it runs, runs it again on the clones and compares
+the two results bit for bit: outputs, and the arguments an in-place op writes.
+An op whose rerun differs is nondeterministic. Random ops are rerun from the
+same generator state, so they differ only if the kernel does. Each finding
+names the op, the phase, the `nn.Module`, your source line (for a backward op,
+the forward line that created its autograd node), how many of its calls
+differed and by how much.
+
+With determinism off (`--probe`) this finds the kernels that accumulate with
+atomics, which strict mode would replace or refuse. With `--probe --strict`
+it runs in strict deterministic mode and finds the kernels that claim to be
+deterministic and are not, which no alert reveals; the ops that do raise are
+reported as DET100 beside them.
+
+## Why is this bad?
+Two runs with the same seed and the same data drift apart from this op on, and
+nothing tells you so: `torch.use_deterministic_algorithms(True)` raises only for
+the ops PyTorch knows about.
+
+## Example
+```python
+# idx holds many duplicate indices: CUDA's index_add_ adds them with atomics.
+hist = torch.zeros(10, 4, device="cuda").index_add_(0, idx, src)
+```
+
+## Use instead
+```python
+torch.use_deterministic_algorithms(True)  # index_add_ then takes a sort-based, deterministic path
+hist = torch.zeros(10, 4, device="cuda").index_add_(0, idx, src)
+```
+
+## Fix
+In default mode, turn on strict mode and probe again with `--strict`: ops it
+makes deterministic drop out. In strict mode, replace the op (the finding
+carries the rules' remedy where the rules know it), or keep it on purpose.
+opscan does not rewrite code for this rule.
+""",
+    command="scan",
+)
+
 BENCHMARK_RULE = parse_doc(
     """DET105 cudnn-benchmark-at-runtime: cudnn.benchmark was True while the training script ran.
 
@@ -126,5 +172,6 @@ Set it to False (Lightning: `Trainer(benchmark=False)`), or leave it unset: Fals
 OP_CODE = OP_RULE.code
 CUBLAS_CODE = CUBLAS_RULE.code
 BENCHMARK_CODE = BENCHMARK_RULE.code
-RULES = (OP_RULE, CUBLAS_RULE, BENCHMARK_RULE)
+PROBE_CODE = PROBE_RULE.code
+RULES = (OP_RULE, PROBE_RULE, CUBLAS_RULE, BENCHMARK_RULE)
 

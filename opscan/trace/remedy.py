@@ -27,6 +27,17 @@ def nondeterministic_allowed():
 '''
 
 
+def load_rules(errors: list[str]):
+    """The bundled rules database, or None with the reason appended to `errors` (a run goes on without remedies)."""
+    from opscan.rules import RulesError, load
+
+    try:
+        return load()
+    except (RulesError, OSError) as exc:
+        errors.append(f"cannot load the rules data: {exc}")
+        return None
+
+
 def generic_remedy(caller: str, phase: str, line_text: str) -> Remedy:
     """Keep this op nondeterministic on purpose, with the exact code to do so."""
     if phase == "backward":

@@ -1,6 +1,7 @@
 """The scan: each target through the runner under the catching Trace, into one Report.
 
-Besides each op that raises (DET100), it judges the settings the run really
+Besides each op that raises (DET100) and, with the probe, each op whose rerun
+gives other bits (DET101), it judges the settings the run really
 had: the cuBLAS workspace on a torch that checks it (DET102) and, for a
 training script, `cudnn.benchmark` while it trained (DET105).
 """
@@ -13,8 +14,13 @@ from opscan.findings import Finding, Problem, Report
 from opscan.trace.codes import BENCHMARK_CODE, CUBLAS_CODE, RULES
 
 
-def scan(targets, *, device: str, steps: int = 1, input_shape=None) -> Report:
-    """Scan every target on `device`; a target that fails is a Problem in the report, and the others still run."""
+def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str | None = None) -> Report:
+    """Scan every target on `device`; a target that fails is a Problem in the report, and the others still run.
+
+    With `probe` ("default" or "strict"), each target runs under the probe
+    (opscan.trace.probe) instead: its silent ops are DET101 findings, and in
+    strict mode the ops that raise are DET100 findings as in a plain scan.
+    """
     from opscan.trace.runner import run
     from opscan.trace.tracer import Trace, collect_env
 
@@ -22,9 +28,18 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None) -> Report:
     flags, cublas_alerted = None, False
     for target in targets:
         traces: list[Trace] = []
+        probes = []
 
         def modes(model, target=target):
-            trace = Trace(target.name, roots=(model,) if model is not None else ())
+            roots = (model,) if model is not None else ()
+            if probe is not None:
+                from opscan.trace.probe import Probe
+
+                prober = Probe(target.name, roots=roots, strict=probe == "strict")
+                probes.append(prober)
+                traces.extend([prober.trace] if prober.trace is not None else [])
+                return [prober]
+            trace = Trace(target.name, roots=roots)
             traces.append(trace)
             return [trace]
 
@@ -39,6 +54,10 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None) -> Report:
             report.findings.extend(f.to_finding() for f in found)
             report.notices.extend(f"{target.name}: {n}" for n in trace.notices)
             report.errors.extend(Problem(message, target.name) for message in trace.errors)
+        for prober in probes:
+            report.findings.extend(silent.to_finding() for silent in prober.findings)
+            report.notices.extend(f"{target.name}: {n}" for n in prober.notices)
+            report.errors.extend(Problem(message, target.name) for message in prober.errors)
         flags = outcome.flags or flags
         if is_script and outcome.flags is not None and outcome.flags.cudnn_benchmark:
             report.findings.append(_benchmark_finding(target.name, outcome.benchmark_site))

@@ -315,6 +315,20 @@ class SourceMap:
         except (AttributeError, RuntimeError):
             return None
 
+    def where(self, frame):
+        """(phase, site, autograd node name, mapped) of the op running now, called from `frame`.
+
+        A forward op's site is its user frame; a backward op's is the forward
+        line that created its autograd node (`mapped` is False when the map
+        has no entry for that node).
+        """
+        node = current_autograd_node()
+        phase = self.phase(frame, node)
+        if node is None:
+            return phase, locate(frame), None, True
+        site = self.node_site(node)
+        return phase, (site if site is not None else NOWHERE), node.name(), site is not None
+
     def phase(self, frame, node) -> str:
         """forward, backward or optimizer, for an op running with this stack and autograd node."""
         if node is not None:

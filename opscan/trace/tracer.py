@@ -23,11 +23,10 @@ from opscan.findings import Finding
 from opscan.rules import Remedy
 from opscan.trace.catch import CatchMode, parse_alert
 from opscan.trace.codes import CUBLAS_CODE, OP_CODE
-from opscan.trace.remedy import ALLOW_HELPER, generic_remedy
+from opscan.trace.remedy import ALLOW_HELPER, generic_remedy, load_rules
 from opscan.trace.sourcemap import (
     NOWHERE,
     SourceMap,
-    current_autograd_node,
     display_path,
     locate,
     user_frame,
@@ -167,9 +166,20 @@ class Trace:
         pin: ignore the traced code's own attempts to turn strict mode off.
         record_backward_sites: remember where each autograd node was created,
             so backward ops map to forward lines (a small cost per forward op).
+        record_all_sites: remember it also for the nodes whose backward never
+            raises the alert (the probe reports those ops too).
     """
 
-    def __init__(self, target: str | None = None, *, roots=(), rules=None, pin: bool = True, record_backward_sites: bool = True):
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        roots=(),
+        rules=None,
+        pin: bool = True,
+        record_backward_sites: bool = True,
+        record_all_sites: bool = False,
+    ):
         self.target = target
         self.notices: list[str] = []
         self.errors: list[str] = []  # problems that are not findings (the rules data would not load)
@@ -180,6 +190,7 @@ class Trace:
         self._rules_loaded = rules is not None
         self._pin = pin
         self._sourcemap = SourceMap(roots, record_nodes=record_backward_sites)
+        self._record_all_sites = record_all_sites
         self._lock = threading.Lock()
         self._stack: contextlib.ExitStack | None = None
 
@@ -191,7 +202,7 @@ class Trace:
             stack.enter_context(StrictMode(pin=self._pin, on_override=self._notice))
             self._sourcemap.install()
             stack.callback(self._sourcemap.remove)
-            stack.enter_context(CatchMode(self._on_alert, self._sourcemap))
+            stack.enter_context(CatchMode(self._on_alert, self._sourcemap, every_site=self._record_all_sites))
         except BaseException:
             stack.close()
             raise
@@ -208,6 +219,11 @@ class Trace:
             if stack is not None:
                 stack.close()
 
+    @property
+    def sourcemap(self) -> SourceMap:
+        """Where this trace's ops came from: shared with a probe that runs beside it."""
+        return self._sourcemap
+
     # ---- recording
 
     def _notice(self, message: str) -> None:
@@ -219,17 +235,7 @@ class Trace:
         self.target = target
 
     def _on_alert(self, func, args, kwargs, alert, frame) -> None:
-        node = current_autograd_node()
-        sourcemap = self._sourcemap
-        phase = sourcemap.phase(frame, node)
-        mapped = True
-        if node is not None:
-            site = sourcemap.node_site(node)
-            if site is None:
-                site, mapped = NOWHERE, False
-            node_name = node.name()
-        else:
-            site, node_name = locate(frame), None
+        phase, site, node_name, mapped = self._sourcemap.where(frame)
         if alert.kind == "cublas":
             self.cublas_alerted = True
         shapes, dtypes = _tensor_summary(args, kwargs)
@@ -277,13 +283,7 @@ class Trace:
     def rules(self):
         if not self._rules_loaded:
             self._rules_loaded = True
-            from opscan.rules import RulesError, load
-
-            try:
-                self._rules = load()
-            except (RulesError, OSError) as exc:
-                self.errors.append(f"cannot load the rules data: {exc}")
-                self._rules = None
+            self._rules = load_rules(self.errors)
         return self._rules
 
     @property

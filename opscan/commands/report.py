@@ -1,0 +1,149 @@
+"""`opscan report`: the op compatibility report for this torch and GPU, the OpInfo sweep, and the diff of two reports.
+
+    opscan report                                  # every rule's reproducer, measured here (GPU and CPU)
+    opscan report --torch-version 2.9              # what the rules say for another torch (nothing measured)
+    opscan report --sweep --time-limit 420         # torch's OpInfo samples, resumable
+    opscan report --diff OLD.json [NEW.json]       # what changed (NEW defaults to a fresh report here)
+    opscan report --load REPORT.json --output-format html
+
+Importing this module imports no torch; measuring does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from opscan.commands.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, add_output_arguments, emit, error
+from opscan.commands.scan import positive
+
+DEFAULT_STATE = ".opscan_cache/sweep-state.jsonl"
+DEFAULT_TIME_LIMIT = 540.0
+# Time kept back from --time-limit for writing the report after the last case.
+WRAP_UP_S = 5.0
+
+
+def seconds(text: str) -> float:
+    """argparse type: a number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def torch_release(text: str) -> str:
+    """argparse type: a torch version like 2.11 or 2.11.0."""
+    from opscan.versions import parse_version
+
+    try:
+        parse_version(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a torch version like 2.11") from None
+    return text.strip()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--torch-version", type=torch_release, metavar="X.Y",
+        help="the torch the rules are read for (default: the installed torch, else the newest known); "
+        "another release than the installed one is reported from the rules only",
+    )  # fmt: skip
+    parser.add_argument(
+        "--device", default="auto",
+        help="where to measure: auto (cuda if there is a GPU, else cpu), cuda, cuda:N, cpu, or none (the rules only)",
+    )  # fmt: skip
+    parser.add_argument("--runs", type=positive, default=5, metavar="N", help="runs per mode whose bits are compared (default 5)")
+    parser.add_argument("--sweep", action="store_true", help="measure torch's OpInfo and ModuleInfo samples and some torchvision ops instead of the rules")
+    parser.add_argument(
+        "--time-limit", type=seconds, metavar="SECONDS",
+        help=f"with --sweep: start no case after this many seconds from the start (default {DEFAULT_TIME_LIMIT:.0f})",
+    )  # fmt: skip
+    parser.add_argument("--ops", metavar="PATTERN", help="with --sweep: only the ops whose name matches a glob (comma-separated, e.g. 'index_*,nn.functional.*')")
+    parser.add_argument("--samples", type=positive, metavar="N", help="with --sweep: sample inputs per op (default 3)")
+    parser.add_argument("--state", metavar="FILE", help=f"with --sweep: the state file it resumes from and appends to (default {DEFAULT_STATE})")
+    parser.add_argument(
+        "--diff", nargs="+", metavar="REPORT.json",
+        help="what changed from OTHER.json to a fresh report of this machine, or from A.json to B.json",
+    )  # fmt: skip
+    parser.add_argument("--load", metavar="REPORT.json", help="render a saved json report again (e.g. as markdown or html); measures nothing")
+    add_output_arguments(parser)
+
+
+def _check(args: argparse.Namespace) -> str | None:
+    sweep_only = [flag for flag, value in (("--time-limit", args.time_limit), ("--ops", args.ops), ("--samples", args.samples), ("--state", args.state)) if value is not None]
+    if sweep_only and not args.sweep:
+        return f"{', '.join(sweep_only)} goes with --sweep"
+    if args.diff is not None and len(args.diff) > 2:
+        return "--diff takes one report (compared with this machine's) or two"
+    exclusive = [flag for flag, value in (("--sweep", args.sweep), ("--diff", args.diff), ("--load", args.load)) if value]
+    if len(exclusive) > 1:
+        return f"{' and '.join(exclusive)} do not go together"
+    if args.ops is not None and not [p for p in args.ops.split(",") if p.strip()]:
+        return "--ops needs a pattern"
+    return None
+
+
+def _progress(what: str, deadline: float | None = None):
+    from opscan.report.progress import Progress
+
+    return Progress(what, deadline=deadline)
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    problem = _check(args)
+    if problem:
+        return error(problem)
+    from opscan.report import build, diff, matrix
+
+    try:
+        if args.load:
+            return _render(matrix.load(args.load), args)
+        if args.diff:
+            before = matrix.load(args.diff[0])
+            after = matrix.load(args.diff[1]) if len(args.diff) == 2 else _fresh(args)
+            report, changed = diff.diff(before, after)
+            rc = emit(report, args)
+            return rc if rc == EXIT_ERROR else (EXIT_FINDINGS if changed else EXIT_CLEAN)
+        if args.sweep:
+            limit = args.time_limit if args.time_limit is not None else DEFAULT_TIME_LIMIT
+            deadline = started + max(0.0, limit - WRAP_UP_S)
+            bar = _progress("sweep", deadline)
+            try:
+                report = build.sweep_report(
+                    device=args.device, runs=args.runs, samples=args.samples or 3,
+                    patterns=[p.strip() for p in args.ops.split(",") if p.strip()] if args.ops else None,
+                    state_path=args.state or DEFAULT_STATE, deadline=deadline, progress=bar.update,
+                )  # fmt: skip
+            finally:
+                bar.close()
+            return emit(report, args)
+        report = _fresh(args)
+    except (build.ReportError, matrix.ReportFileError) as exc:
+        return error(str(exc))
+    return emit(report, args)
+
+
+def _render(report, args: argparse.Namespace) -> int:
+    """Write a saved report again: 0 once written, whatever it records (its errors were its run's)."""
+    from opscan.output import render, write
+
+    try:
+        write(render(report, args.output_format), args.output_file)
+    except OSError as exc:
+        return error(f"cannot write {args.output_file}: {exc.strerror or exc}")
+    return EXIT_CLEAN
+
+
+def _fresh(args: argparse.Namespace):
+    """This machine's report of the rules' reproducers (or the rules alone)."""
+    from opscan.report import build
+
+    bar = _progress("report")
+    try:
+        return build.rules_report(torch_version=args.torch_version, device=args.device, runs=args.runs, progress=bar.update)
+    finally:
+        bar.close()

@@ -1,0 +1,108 @@
+"""`opscan report --diff` on two committed fixture reports, `--load`, and every kind of bad input (exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.report.helpers import FIXTURES, opscan_report, ops_rows, table
+
+OLD = FIXTURES / "h200-torch-2.9.json"
+NEW = FIXTURES / "h200-torch-2.11.json"
+
+
+def test_diff_lists_every_changed_field():
+    rc, out, err = opscan_report("--diff", str(OLD), str(NEW), "--output-format", "json")
+    assert rc == 1, err  # changes, as diff(1) says
+    doc = json.loads(out)
+    changes = {(r["op"], r["device"], r["dtype"], r["change"], r["field"], r["before"], r["after"]) for r in table(doc, "changes")["rows"]}
+    assert changes == {
+        ("cumsum", "cuda", "float32", "removed", "verdict", "nondeterministic by default, deterministic in strict mode", ""),
+        ("kthvalue", "cuda", "float32", "changed", "expected", "raises", "no alert"),
+        ("kthvalue", "cuda", "float32", "changed", "strict", "raises", "no alert"),
+        ("kthvalue", "cuda", "float32", "changed", "caller", "kthvalue CUDA", ""),
+        ("kthvalue", "cuda", "float32", "changed", "strict_bits", "", "identical"),
+        ("kthvalue", "cuda", "float32", "changed", "verdict", "raises", "deterministic in both modes"),
+        ("kthvalue", "cuda", "float32", "changed", "remedy", "runs; identical in 5 runs", ""),
+        ("upsample_bicubic2d_backward", "cuda", "float16", "added", "verdict", "", "raises"),
+    }
+    environment = {r["key"]: (r["before"], r["after"]) for r in table(doc, "environment")["rows"]}
+    assert environment["torch"] == ("2.9.1+cu128", "2.11.0+cu130") and environment["driver"] == ("570.124.06", "580.159.03")
+    assert "gpu" not in environment and "date" not in environment
+    assert doc["env"]["rows_changed"] == 3
+
+
+def test_a_report_diffed_with_itself_has_no_changes():
+    rc, out, err = opscan_report("--diff", str(NEW), str(NEW), "--output-format", "markdown")
+    assert rc == 0, err
+    assert "## Changed rows" in out and "(none)" in out
+
+
+def test_diff_against_this_machine():
+    rc, out, err = opscan_report("--diff", str(NEW), "--device", "none", "--output-format", "json")
+    assert rc == 1, err
+    doc = json.loads(out)
+    rows = table(doc, "changes")["rows"]
+    assert any(r["change"] == "added" for r in rows)  # every rule is in a fresh report, five are in the fixture
+    assert doc["env"]["after"].startswith("torch ") and "from the rules" in doc["env"]["after"]
+
+
+def test_load_renders_a_saved_report_again(tmp_path):
+    out = tmp_path / "again.md"
+    rc, _, err = opscan_report("--load", str(NEW), "--output-format", "markdown", "-o", str(out))
+    assert rc == 0, err
+    text = out.read_text()
+    assert text.startswith("# opscan report") and "| gpu | NVIDIA H200 |" in text
+    assert text.count("| rule | upsample_bicubic2d_backward |") == 2
+    assert json.loads(NEW.read_text())["tables"][0]["rows"] == ops_rows(json.loads(NEW.read_text()))
+
+
+def test_output_file_is_replaced_whole(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("old contents that are longer than nothing\n" * 100)
+    rc, _, err = opscan_report("--load", str(NEW), "--output-format", "json", "-o", str(out))
+    assert rc == 0, err
+    assert json.loads(out.read_text())["env"]["torch"] == "2.11.0+cu130"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"], "no temporary file is left behind"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--load", "missing.json"], "cannot read missing.json"),
+        (["--diff", "a.json", "b.json", "c.json"], "--diff takes one report"),
+        (["--time-limit", "5"], "--time-limit goes with --sweep"),
+        (["--ops", "index_*"], "--ops goes with --sweep"),
+        (["--sweep", "--diff", "a.json"], "do not go together"),
+        (["--sweep", "--time-limit", "-3"], "not a positive number of seconds"),
+        (["--sweep", "--ops", ","], "--ops needs a pattern"),
+        (["--torch-version", "latest"], "not a torch version"),
+        (["--runs", "0"], "not a positive integer"),
+        (["--device", "cuda:7"], "no CUDA GPU is available"),
+        (["--device", "tpu"], "is not a device"),
+        (["--output-format", "pdf"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_a_clear_error(args, message):
+    rc, out, err = opscan_report(*args)
+    assert rc == 2 and message in err and "Traceback" not in err, err
+
+
+def test_files_that_are_not_reports(tmp_path):
+    cases = {
+        "not-json.json": "{not json",
+        "list.json": "[]",
+        "scan.json": json.dumps({"tool": "opscan", "command": "scan", "env": {}, "tables": []}),
+        "no-ops.json": json.dumps({"tool": "opscan", "command": "report", "env": {}, "tables": [{"name": "summary", "columns": [], "rows": []}]}),
+        "bad-rows.json": json.dumps({"tool": "opscan", "command": "report", "env": {}, "tables": [{"name": "ops", "columns": [{"key": "op"}], "rows": [3]}]}),
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        rc, _, err = opscan_report("--load", str(tmp_path / name))
+        assert rc == 2 and "Traceback" not in err and "opscan: error:" in err, (name, err)
+
+
+def test_unwritable_output_is_a_clear_error(tmp_path):
+    rc, _, err = opscan_report("--load", str(NEW), "-o", str(tmp_path / "no" / "such" / "dir" / "r.json"))
+    assert rc == 2 and "cannot write" in err

@@ -1,0 +1,178 @@
+"""The measurement's verdicts on workloads made to be (non)deterministic, and the sweep's resume, limit and selection."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from opscan.report import matrix
+from tests.report.helpers import ROOT, opscan_report, ops_rows, table
+
+torch = pytest.importorskip("torch")
+
+from opscan.report.measure import measure, measure_snippet  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "probe"))
+import noisy_ops  # noqa: E402,F401 - registers torch.ops.opscan_fixture
+
+
+def test_silent_nondeterminism_is_pinned_to_its_op():
+    def work():
+        x = torch.ones(4, requires_grad=True)
+        (torch.ops.opscan_fixture.noisy(x.exp()) * 2).sum().backward()
+
+    m = measure(work, device="cpu", runs=3)
+    assert m.raised is None and not m.error
+    assert (m.strict_bits, m.default) == ("differs", "differs")
+    assert m.differs_at == "opscan_fixture.noisy.default"
+    assert m.verdict == matrix.V_SILENT
+
+
+def test_an_op_that_switches_path_in_strict_mode():
+    def work():
+        x = torch.ones(3)
+        if not torch.are_deterministic_algorithms_enabled():
+            x = torch.ops.opscan_fixture.noisy(x)
+        x.mul(2)
+
+    m = measure(work, device="cpu", runs=3)
+    assert (m.strict_bits, m.default, m.verdict) == ("identical", "differs", matrix.V_SWITCHES)
+
+
+def test_a_raising_reproducer_and_a_deterministic_one():
+    m = measure_snippet("torch.zeros(6, device=device).put_(torch.tensor([1, 3], device=device), torch.ones(2, device=device))", device="cpu")
+    assert m.raised == ("put_", "aten.put_.default") and m.verdict == matrix.V_RAISES
+    assert m.default == "identical" and m.strict_bits == ""
+    m = measure_snippet("x = torch.randn(8, device=device, requires_grad=True)\nx.sin().sum().backward()", device="cpu", dtype="float64")
+    assert (m.strict_bits, m.default, m.verdict) == ("identical", "identical", matrix.V_DETERMINISTIC)
+    assert "aten.sin.default" in m.seen and "aten.cos.default" in m.seen  # forward and backward were recorded
+
+
+def test_random_ops_are_reseeded_each_run():
+    m = measure_snippet("torch.nn.functional.dropout(torch.randn(64, device=device), 0.5)", device="cpu")
+    assert m.verdict == matrix.V_DETERMINISTIC
+
+
+def test_a_failing_reproducer_is_a_row_not_a_crash():
+    m = measure_snippet("torch.ones(2, device=device) @ torch.ones(3, device=device)", device="cpu")
+    assert m.verdict == matrix.V_ERROR and m.error.startswith("RuntimeError: ")
+    assert measure_snippet("def (:", device="cpu").error.startswith("SyntaxError")
+
+
+# ---------------------------------------------------------------- the sweep (on the CPU, a few ops)
+
+OPS = "index_add,nn.functional.dropout,nonzero,torchvision.ops.nms"
+
+
+def _sweep(state, *more):
+    return opscan_report("--sweep", "--ops", OPS, "--samples", "2", "--runs", "2", "--state", str(state), "--output-format", "json", *more)
+
+
+def test_sweep_runs_the_selected_ops_and_resumes(tmp_path):
+    state = tmp_path / "state.jsonl"
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    doc = json.loads(out)
+    rows = ops_rows(doc)
+    assert {r["op"] for r in rows} == {"index_add", "nn.functional.dropout", "nonzero", "torchvision.ops.nms"}
+    assert {r["source"] for r in rows} == {"opinfo", "torchvision"}
+    assert all(r["measured"] is True and r["device"] == "cpu" for r in rows)
+    assert all(r["verdict"] == matrix.V_DETERMINISTIC for r in rows), [(r["op"], r["verdict"], r["note"]) for r in rows]
+    assert doc["env"]["sweep"] == "complete: 4 cases" and doc["env"]["sweep_tried_now"] == 4
+    assert doc["env"]["scope"] == "sweep"
+    lines = [json.loads(line) for line in state.read_text().splitlines()]
+    assert lines[0]["opscan_sweep"] == 1 and sum(1 for line in lines if "row" in line) == 4
+
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    again = json.loads(out)
+    assert again["env"]["sweep_tried_now"] == 0 and ops_rows(again) == rows, "a resumed sweep reruns nothing"
+
+
+def test_sweep_stops_at_its_time_limit_and_says_so(tmp_path):
+    state = tmp_path / "state.jsonl"
+    rc, out, err = _sweep(state, "--time-limit", "0.01")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["env"]["sweep"].startswith("partial: 0 of 4 cases, stopped by the time limit")
+    assert doc["notices"][0].startswith("sweep partial")
+    assert ops_rows(doc) == []
+
+
+def test_a_case_that_killed_the_process_is_skipped_on_resume(tmp_path):
+    state = tmp_path / "state.jsonl"
+    rc, _, err = _sweep(state)
+    assert rc == 0, err
+    lines = state.read_text().splitlines()
+    header, rest = lines[0], [json.loads(line) for line in lines[1:]]
+    killed = next(r["key"] for r in rest if "row" in r)
+    kept = [json.dumps(r) for r in rest if r.get("key") != killed]
+    state.write_text("\n".join([header, *kept, '{"row": {"op": "cut sh']) + "\n")  # and a line cut short by the crash
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    row = next(r for r in ops_rows(json.loads(out)) if killed.endswith(r["op"]))
+    assert row["verdict"] == matrix.V_ERROR and "the process died running it" in row["note"]
+
+
+def test_a_state_file_of_another_sweep_is_refused(tmp_path):
+    state = tmp_path / "state.jsonl"
+    state.write_text(json.dumps({"opscan_sweep": 1, "torch": "1.13.0", "device": "cpu", "gpu": None, "runs": 2, "samples": 2}) + "\n")
+    rc, _, err = _sweep(state)
+    assert rc == 2 and "belongs to another sweep" in err and "Traceback" not in err
+    state.write_text("hello\nworld\n")
+    rc, _, err = _sweep(state)
+    assert rc == 2 and "not a sweep state line" in err
+
+
+def test_importing_the_test_databases_leaves_torch_as_it_was():
+    from opscan.report import sweep
+    from opscan.trace.state import TorchFlags
+
+    before = TorchFlags.capture()
+    script = torch._C.ScriptFunction.__call__
+    assert len(sweep.op_db()) > 500 and len(sweep.module_db()) > 50
+    assert TorchFlags.capture() == before and torch._C.ScriptFunction.__call__ is script
+    torch.backends.cudnn.benchmark = before.cudnn_benchmark  # would raise were the flags still frozen
+    stub = sys.modules.get("expecttest")
+    assert stub is None or getattr(stub, "__file__", None), "the stand-in for expecttest is not left behind"
+
+
+def test_notable_rows():
+    from opscan.report.sweep import notable
+
+    rows = [
+        matrix.row(op="a", verdict=matrix.V_RAISES, rule="", expected=""),
+        matrix.row(op="b", verdict=matrix.V_RAISES, rule="put", expected="raises"),
+        matrix.row(op="c", verdict=matrix.V_SILENT),
+        matrix.row(op="d", verdict=matrix.V_DETERMINISTIC, note="ran aten.x without its alert (r; ...)"),
+        matrix.row(op="e", verdict=matrix.V_DETERMINISTIC),
+    ]
+    assert [r["op"] for r in notable(rows)] == ["a", "c", "d"]
+    assert table({"tables": [matrix.summary(rows).to_dict()]}, "summary")["rows"][0] == {"verdict": "raises", "measured": 0, "from_rules": 2}
+
+
+def test_an_interrupted_sweep_reports_what_it_did_and_resumes_the_rest(tmp_path, monkeypatch):
+    from opscan.report import sweep
+
+    state = tmp_path / "state.jsonl"
+    real, calls = sweep.run_case, []
+
+    def interrupted_on_the_second(case, *args, **kwargs):
+        calls.append(case.key)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(case, *args, **kwargs)
+
+    monkeypatch.setattr(sweep, "run_case", interrupted_on_the_second)
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["env"]["sweep"].startswith("partial: 1 of 4 cases, stopped by an interrupt")
+    monkeypatch.setattr(sweep, "run_case", real)
+    rc, out, err = _sweep(state)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["env"]["sweep"] == "complete: 4 cases" and doc["env"]["sweep_tried_now"] == 3
+    assert all(r["verdict"] != matrix.V_ERROR for r in ops_rows(doc)), "an interrupted case is not a crashed one"
