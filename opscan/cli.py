@@ -17,6 +17,7 @@ from opscan._version import __version__
 COMMANDS = {
     "lint": ("opscan.commands.lint", "Static check of training scripts (no torch needed)."),
     "scan": ("opscan.commands.scan", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
+    "bench": ("opscan.commands.bench", "Time a training step with and without determinism, and list the ops that pay for it."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
