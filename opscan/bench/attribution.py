@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PREFIX = "opscan.bench|"
+EXPLAINED = 2 / 3  # the share of the measured cost that a few ops must reach to be said to explain it
 BACKWARD_ROOT = "autograd::engine::evaluate_function: "
 PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER, PHASE_OTHER = "forward", "backward", "optimizer", "other"
 
@@ -210,7 +211,7 @@ def compare(bench: dict[OpKey, OpTime], det: dict[OpKey, OpTime], default: dict[
     return rows
 
 
-def explaining(deltas: list[OpDelta], measured_ms: float, *, fraction: float = 2 / 3, limit: int = 5) -> list[OpDelta]:
+def explaining(deltas: list[OpDelta], measured_ms: float, *, fraction: float = EXPLAINED, limit: int = 5) -> list[OpDelta]:
     """The fewest ops, largest added time first, whose added time reaches `fraction` of `measured_ms` (at most `limit`).
 
     Empty when nothing was measured to explain (measured_ms <= 0) or no op got slower.

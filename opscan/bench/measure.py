@@ -17,6 +17,7 @@ the runner restores torch's flags and RNG after each run.
 from __future__ import annotations
 
 import contextlib
+import gc
 
 from opscan.bench.plan import make_plan
 from opscan.bench.report import build
@@ -79,6 +80,56 @@ def _merge_findings(found_by_precision: dict) -> list:
     return list(merged.values())
 
 
+def _check_all(target, precisions, *, device, input_shape, seed, notices, errors):
+    """Preflight every precision: (precision -> OpFindings of a blocked deterministic variant, precisions that failed)."""
+    blocked: dict[str, list] = {}
+    failed: set[str] = set()
+    for precision in precisions:
+        found, trace_notices, problems = preflight(target, precision, device=device, input_shape=input_shape, seed=seed)
+        for n in trace_notices:  # e.g. the target tried to turn deterministic mode off: the check kept it on
+            if f"{target.name} (deterministic check): {n}" not in notices:
+                notices.append(f"{target.name} (deterministic check): {n}")
+        if found and (not problems or any(f.op == "(python)" for f in found)):
+            blocked[precision] = found  # (python): an alert raised outside any aten op, which also stops the step
+        elif problems:
+            errors += problems
+            failed.add(precision)
+    gc.collect()  # the checks' models (held in reference cycles by their traces) must not count in the peaks that follow
+    return blocked, failed
+
+
+def _time(target, runnable, *, device, rounds, warmup, profile_steps, input_shape, seed, notices, errors):
+    """The timed run of the runnable variants, then their profiled blocks: the Driver that walked it."""
+    from opscan.bench.timing import Driver
+    from opscan.trace.runner import run
+
+    groups = []
+    for precision in dict.fromkeys(v.precision for v in runnable):
+        members = [i for i, v in enumerate(runnable) if v.precision == precision]
+        if profile_steps and any(runnable[i].deterministic for i in members):
+            groups.append(tuple(members))
+    plan = make_plan(len(runnable), warmup=warmup, rounds=rounds, profile_groups=groups, profile_steps=profile_steps)
+    driver = Driver(runnable, plan, device=device, profile_steps=profile_steps)
+    if runnable:
+        outcome = run(
+            target, device=device, steps=len(plan), train=True, input_shape=input_shape, seed=seed,
+            modes=lambda model: [driver], on_step=driver.on_step,
+        )  # fmt: skip
+        notices += [f"{target.name}: {n}" for n in outcome.notices]
+        if outcome.problem is not None:
+            errors.append(outcome.problem)
+        if driver.done < len(plan):
+            notices.append(f"{target.name}: {driver.done} of the {len(plan)} planned steps ran; the tables use the steps that did")
+    if driver.drifted:
+        notices.append(
+            f"{target.name} changed the determinism or cudnn.benchmark flags during timed steps of "
+            f"{', '.join(sorted(driver.drifted))}; opscan sets them again at each step, but those steps did not run as labelled"
+        )
+    if driver.profile_error:
+        notices.append(f"no per-op attribution: {driver.profile_error}")
+    return driver
+
+
 def bench(
     target,
     *,
@@ -96,54 +147,19 @@ def bench(
     import torch
 
     from opscan.bench import env as bench_env
-    from opscan.bench.timing import Driver
     from opscan.trace.codes import RULES
-    from opscan.trace.runner import run
 
     cublas_set_by = bench_env.prepare_cublas(torch.__version__, torch.cuda.is_initialized())
     variants = variants_for(precisions)
     notices: list[str] = []
     errors: list[Problem] = []
-    blocked: dict[str, list] = {}
-    failed: dict[str, str] = {}
-
     with _on_device(device):
-        for precision in precisions:
-            found, trace_notices, problems = preflight(target, precision, device=device, input_shape=input_shape, seed=seed)
-            for n in trace_notices:  # e.g. the target tried to turn deterministic mode off: the check kept it on
-                if f"{target.name} (deterministic check): {n}" not in notices:
-                    notices.append(f"{target.name} (deterministic check): {n}")
-            if problems:
-                errors += problems
-                failed[precision] = problems[0].message
-            elif found:
-                blocked[precision] = found
-
+        blocked, failed = _check_all(target, precisions, device=device, input_shape=input_shape, seed=seed, notices=notices, errors=errors)
         runnable = [v for v in variants if v.precision not in failed and not (v.deterministic and v.precision in blocked)]
-        groups = []
-        for precision in precisions:
-            members = [i for i, v in enumerate(runnable) if v.precision == precision]
-            if profile_steps and any(runnable[i].deterministic for i in members):
-                groups.append(tuple(members))
-        plan = make_plan(len(runnable), warmup=warmup, rounds=rounds, profile_groups=groups, profile_steps=profile_steps)
-        driver = Driver(runnable, plan, device=device, profile_steps=profile_steps)
-        if runnable:
-            outcome = run(
-                target, device=device, steps=len(plan), train=True, input_shape=input_shape, seed=seed,
-                modes=lambda model: [driver], on_step=driver.on_step,
-            )  # fmt: skip
-            notices += [f"{target.name}: {n}" for n in outcome.notices]
-            if outcome.problem is not None:
-                errors.append(outcome.problem)
-            if driver.done < len(plan):
-                notices.append(f"{target.name}: {driver.done} of the {len(plan)} planned steps ran; the tables use the steps that did")
-        if driver.drifted:
-            notices.append(
-                f"{target.name} changed the determinism or cudnn.benchmark flags during timed steps of "
-                f"{', '.join(sorted(driver.drifted))}; opscan sets them again at each step, but those steps did not run as labelled"
-            )
-        if driver.profile_error:
-            notices.append(f"no per-op attribution: {driver.profile_error}")
+        driver = _time(
+            target, runnable, device=device, rounds=rounds, warmup=warmup, profile_steps=profile_steps,
+            input_shape=input_shape, seed=seed, notices=notices, errors=errors,
+        )  # fmt: skip
         try:
             env = bench_env.collect(device, cublas_set_by=cublas_set_by)
         except Exception as exc:  # noqa: BLE001 - a broken CUDA context must not cost the timings
@@ -157,7 +173,7 @@ def bench(
         if v in by_variant:
             runs.append(by_variant[v])
         elif v.precision in failed:
-            runs.append(VariantRun(v, status=NOT_RUN, detail="the preflight step failed (see the errors)"))
+            runs.append(VariantRun(v, status=NOT_RUN, detail=f"its first {v.precision} step failed (see the errors)"))
         else:
             runs.append(VariantRun(v, status=BLOCKED, detail=_blocking_ops(blocked[v.precision])))
     measurement = Measurement(runs, measured.profiles, device_time=measured.device_time, timer=measured.timer)

@@ -56,6 +56,28 @@ def short_path(path: str) -> str:
     return display_path(path) or path
 
 
+_USER, _OPSCAN_CODE, _OPTIM_CODE, _OTHER = 0, 1, 2, 3
+_KIND: dict[int, tuple[int, str]] = {}  # id(code) -> (kind, path as shown); id(), as hashing a code object hashes its bytecode
+_KEEP: list = []  # the code objects, so that their ids are never reused
+
+
+def _kind(code) -> tuple[int, str]:
+    known = _KIND.get(id(code))
+    if known is None:
+        path = os.path.normcase(os.path.realpath(code.co_filename))
+        if not is_internal(code):
+            kind = _USER
+        elif path.startswith(_OPSCAN):
+            kind = _OPSCAN_CODE
+        elif path.startswith(_OPTIM):
+            kind = _OPTIM_CODE
+        else:
+            kind = _OTHER
+        _KEEP.append(code)
+        known = _KIND[id(code)] = (kind, short_path(code.co_filename) if kind == _USER else "")
+    return known
+
+
 def call_site(frame) -> tuple[str, str]:
     """(phase, 'file:line' of the innermost user frame) of a torch call made from `frame`.
 
@@ -67,13 +89,12 @@ def call_site(frame) -> tuple[str, str]:
     """
     phase = PHASE_FORWARD
     while frame is not None:
-        code = frame.f_code
-        if not is_internal(code):
-            return phase, f"{short_path(code.co_filename)}:{frame.f_lineno}"
-        path = os.path.normcase(os.path.realpath(code.co_filename))
-        if path.startswith(_OPSCAN):
+        kind, shown = _kind(frame.f_code)
+        if kind == _USER:
+            return phase, f"{shown}:{frame.f_lineno}"
+        if kind == _OPSCAN_CODE:
             return phase, ""
-        if path.startswith(_OPTIM):
+        if kind == _OPTIM_CODE:
             phase = PHASE_OPTIMIZER
         frame = frame.f_back
     return phase, ""

@@ -9,7 +9,7 @@ of that step, which add up: cost = autotuner + determinism.
 from __future__ import annotations
 
 from opscan.bench import stats
-from opscan.bench.attribution import OpDelta, compare, explaining
+from opscan.bench.attribution import EXPLAINED, OpDelta, compare, explaining
 from opscan.bench.results import BLOCKED, Measurement
 from opscan.bench.variants import PRECISIONS, Variant
 from opscan.findings import Chart, Column, Report, Table
@@ -103,10 +103,12 @@ def _explained(m: Measurement, precision: str, deltas) -> tuple[list[OpDelta], f
     return chosen, 100 * sum(d.added_ms for d in chosen) / bench if chosen else None
 
 
-def _ops_phrase(chosen, pp) -> str:
+def _ops_phrase(chosen, pp, total_pp) -> str:
     if not chosen:
         return ""
     n = len(chosen)
+    if pp < EXPLAINED * total_pp:  # no few ops explain it: kernel time is not all of step time
+        return f"the {n} op{'s' if n != 1 else ''} that slowed most account{'s' if n == 1 else ''} for only {pp:.1f} points of it"
     return f"{n} op{'s' if n != 1 else ''} account{'s' if n == 1 else ''} for {pp:.1f} points of it"
 
 
@@ -220,7 +222,7 @@ def verdict(m: Measurement) -> str:
         else:
             here = "" if costs else "here "
             chosen, pp = _explained(m, precision, deltas_for(m, precision))
-            phrase = f" ({_ops_phrase(chosen, pp)})" if chosen else ""
+            phrase = f" ({_ops_phrase(chosen, pp, total.value)})" if chosen else ""
             costs.append(f"{total.value:+.1f}% (±{total.spread:.1f}) {here}in {precision}{phrase}")
     clauses = (["determinism costs " + " and ".join(costs)] if costs else []) + others
     return "verdict: " + ("; ".join(clauses) if clauses else "nothing was measured")
