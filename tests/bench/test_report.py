@@ -8,7 +8,6 @@ from html.parser import HTMLParser
 import pytest
 
 from opscan.bench import report
-from opscan.bench.variants import Variant
 from opscan.findings import Finding
 from opscan.output import render
 from tests.bench.helpers import ADD, CONV_BWD, CONV_FWD, measurement, profiles
