@@ -20,6 +20,7 @@ COMMANDS = {
     "rule": ("opscan.commands.rule", "Print a rule's documentation, or list every rule."),
     "compare": ("opscan.commands.compare", "Compare two records and name where and why the runs part (no torch needed)."),
     "report": ("opscan.commands.report", "Which ops raise, switch to a deterministic path or differ silently, on this torch and GPU."),
+    "bench": ("opscan.commands.bench", "Time a training step with and without determinism, and list the ops that pay for it."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -12,6 +12,8 @@ Per-command sections, as ruff has `[tool.ruff.lint]`:
     roots                           extra folders in which project imports resolve
   [tool.opscan.scan]
     device, max-steps, input-shape  defaults for the flags of the same names
+  [tool.opscan.bench]
+    device, input-shape, rounds, warmup   defaults for the flags of the same names
 
 Lint's keys may also stand directly in `[tool.opscan]` (the first spelling);
 where a key is in both, `[tool.opscan.lint]` wins. Flags win over both.
@@ -35,6 +37,7 @@ LINT_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude",
 SECTION_KEYS = {
     "lint": LINT_KEYS,
     "scan": {"device", "max-steps", "input-shape"},
+    "bench": {"device", "input-shape", "rounds", "warmup"},
 }
 KNOWN_KEYS = LINT_KEYS  # lint's keys as they are spelled directly in [tool.opscan]
 
@@ -48,6 +51,18 @@ class ScanSettings:
         self.device = device
         self.max_steps = max_steps
         self.input_shape = input_shape
+
+
+class BenchSettings:
+    """`[tool.opscan.bench]`: defaults for bench's flags; None where the file says nothing."""
+
+    __slots__ = ("device", "input_shape", "rounds", "warmup")
+
+    def __init__(self, device: str | None = None, input_shape: tuple[int, ...] | None = None, rounds: int | None = None, warmup: int | None = None):
+        self.device = device
+        self.input_shape = input_shape
+        self.rounds = rounds
+        self.warmup = warmup
 
 
 class ConfigError(ValueError):
@@ -75,6 +90,7 @@ class Config:
         self.torch_version: str | None = None
         self.roots: list[Path] = []
         self.scan = ScanSettings()
+        self.bench = BenchSettings()
         self.root = Path.cwd() if root is None else root  # folder of the pyproject.toml, or the working directory
         self.source = source  # the pyproject.toml read, if any
 
@@ -227,6 +243,7 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     table = top | sections["lint"]  # [tool.opscan.lint] wins over the same key spelled at the top
     cfg = Config(root=source.parent.resolve(), source=source)
     cfg.scan = _scan_settings(sections["scan"], source)
+    cfg.bench = _bench_settings(sections["bench"], source)
     if "select" in table:
         cfg.select = _str_list(table["select"], "select", source)
     if "extend-select" in table:
@@ -258,20 +275,40 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     return cfg
 
 
+def _device(table: dict, section: str, source: Path) -> str | None:
+    if "device" not in table:
+        return None
+    if not isinstance(table["device"], str):
+        raise ConfigError(f"{source}: [tool.opscan.{section}] device must be a string like \"cuda\"")
+    return table["device"]
+
+
+def _positive(table: dict, key: str, section: str, source: Path) -> int | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{source}: [tool.opscan.{section}] {key} must be a positive integer")
+    return value
+
+
+def _shape(table: dict, section: str, source: Path) -> tuple[int, ...] | None:
+    if "input-shape" not in table:
+        return None
+    value = table["input-shape"]
+    if not isinstance(value, list) or not value or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
+        raise ConfigError(f"{source}: [tool.opscan.{section}] input-shape must be a list of positive integers")
+    return tuple(value)
+
+
 def _scan_settings(table: dict, source: Path) -> ScanSettings:
-    settings = ScanSettings()
-    if "device" in table:
-        if not isinstance(table["device"], str):
-            raise ConfigError(f"{source}: [tool.opscan.scan] device must be a string like \"cuda\"")
-        settings.device = table["device"]
-    if "max-steps" in table:
-        value = table["max-steps"]
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ConfigError(f"{source}: [tool.opscan.scan] max-steps must be a positive integer")
-        settings.max_steps = value
-    if "input-shape" in table:
-        value = table["input-shape"]
-        if not isinstance(value, list) or not value or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
-            raise ConfigError(f"{source}: [tool.opscan.scan] input-shape must be a list of positive integers")
-        settings.input_shape = tuple(value)
-    return settings
+    return ScanSettings(_device(table, "scan", source), _positive(table, "max-steps", "scan", source), _shape(table, "scan", source))
+
+
+def _bench_settings(table: dict, source: Path) -> BenchSettings:
+    return BenchSettings(
+        _device(table, "bench", source),
+        _shape(table, "bench", source),
+        _positive(table, "rounds", "bench", source),
+        _positive(table, "warmup", "bench", source),
+    )

@@ -37,9 +37,12 @@ def positive(text: str) -> int:
     return value
 
 
-def add_target_arguments(parser: argparse.ArgumentParser, *, steps_flag: str = "--max-steps", steps_default: int = 1) -> None:
+def add_target_arguments(parser: argparse.ArgumentParser, *, steps_flag: str | None = "--max-steps", steps_default: int = 1) -> None:
     # Defaults are None here: a flag not given falls back to the config section, then to the default shown.
-    """TARGET..., --run SCRIPT ARGS, the step count, --input-shape and --device: what every torch-side command takes."""
+    """TARGET..., --run SCRIPT ARGS, the step count, --input-shape and --device: what every torch-side command takes.
+
+    `steps_flag=None` leaves the step count out, for a command that decides it itself (bench).
+    """
     parser.add_argument(
         "targets",
         nargs="*",
@@ -53,10 +56,11 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, steps_flag: str = "
         metavar="SCRIPT ARGS",
         help="run an unmodified training script (put opscan's own options before --run)",
     )
-    parser.add_argument(
-        steps_flag, dest="steps", type=positive, default=None, metavar="N",
-        help=f"optimizer steps to run (with --run: stop the script after N; default {steps_default})",
-    )  # fmt: skip
+    if steps_flag is not None:
+        parser.add_argument(
+            steps_flag, dest="steps", type=positive, default=None, metavar="N",
+            help=f"optimizer steps to run (with --run: stop the script after N; default {steps_default})",
+        )  # fmt: skip
     parser.add_argument("--input-shape", type=shape, metavar="SHAPE", help="input shape for zoo targets, e.g. 2,3,224,224")
     parser.add_argument("--device", default=None, help="cuda, cuda:N, cpu or auto (default: auto, cuda if available)")
     parser.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.opscan] from (default: nearest)")
@@ -85,6 +89,14 @@ def target_paths(targets) -> list[str]:
     return paths or ["."]
 
 
+def load_targets(args: argparse.Namespace, section: str):
+    """(the Targets the flags name, the command's `[tool.opscan.<section>]` settings); raises TargetError or ConfigError."""
+    from opscan import config
+
+    targets = parse_targets(args)
+    return targets, getattr(config.load(target_paths(targets), args.config), section)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser)
     parser.add_argument(
@@ -100,19 +112,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from opscan.config import ConfigError
     from opscan.trace.runner import TargetError
 
     if args.strict and not args.probe:
         return error("--strict goes with --probe (a plain scan is always strict)")
     try:
-        targets = parse_targets(args)
-    except TargetError as exc:
-        return error(str(exc))
-    from opscan import config
-
-    try:
-        settings = config.load(target_paths(targets), args.config).scan
-    except config.ConfigError as exc:
+        targets, settings = load_targets(args, "scan")
+    except (TargetError, ConfigError) as exc:
         return error(str(exc))
     missing = needs_torch("scan")
     if missing:
