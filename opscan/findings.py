@@ -244,7 +244,7 @@ class Report(Plain):
     list of findings instead of the report object (lint's contract).
     """
 
-    _fields = ("command", "findings", "tables", "env", "errors", "notices", "rules", "flat_json")
+    _fields = ("command", "findings", "tables", "env", "errors", "notices", "rules", "flat_json", "summary")
     __slots__ = _fields
 
     def __init__(
@@ -258,6 +258,7 @@ class Report(Plain):
         notices: list[str] | None = None,
         rules: tuple[RuleInfo, ...] = (),
         flat_json: bool = False,
+        summary: str | None = None,
     ):
         self.command = command
         self.findings = [] if findings is None else findings
@@ -268,6 +269,9 @@ class Report(Plain):
         self.notices = [] if notices is None else notices
         self.rules = rules
         self.flat_json = flat_json
+        # The closing line, for a report whose point is its tables (a benchmark's verdict, a
+        # matrix's counts); None closes with the check summary ("All checks passed!", "Found N errors.").
+        self.summary = summary
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)
@@ -303,4 +307,5 @@ class Report(Plain):
             "tables": [t.to_dict() for t in self.tables],
             "errors": [e.to_dict() for e in self.errors],
             "notices": list(self.notices),
+            "summary": self.summary,
         }

@@ -97,10 +97,13 @@ def _summary(report: Report, findings: list[Finding]) -> list[str]:
         stopped = len(report.errors)
         found = f"found {n} error{'s' if n != 1 else ''} in the rest" if n else "nothing found in the rest"
         lines.append(f"{stopped} problem{'s' if stopped != 1 else ''} stopped part of the run; {found}.")
-    elif n == 0:
-        lines.append("All checks passed!")
-    else:
-        lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
+    if report.summary:
+        lines.append(report.summary)
+    if not report.errors:
+        if n:
+            lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
+        elif not report.summary:
+            lines.append("All checks passed!")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability != "safe")
     if safe:

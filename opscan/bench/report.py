@@ -229,7 +229,7 @@ def verdict(m: Measurement) -> str:
 
 
 def build(m: Measurement, *, env=None, findings=(), errors=(), notices=(), rules=(), top: int = 10, samples: bool = False) -> Report:
-    """The bench Report: env, findings (ops that block deterministic mode), tables, notices ending with the verdict."""
+    """The bench Report: env, findings (ops that block deterministic mode), tables, and the verdict as its summary line."""
     tables = [variants_table(m), cost_table(m)]
     if m.profiles:
         tables.append(ops_table(m, top))
@@ -241,6 +241,7 @@ def build(m: Measurement, *, env=None, findings=(), errors=(), notices=(), rules
         tables=tables,
         env=dict(env or {}),
         errors=list(errors),
-        notices=[*notices, verdict(m)],
+        notices=list(notices),
         rules=tuple(rules),
+        summary=verdict(m),
     )

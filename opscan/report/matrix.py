@@ -162,7 +162,16 @@ def make_report(rows: list[dict], env: dict, *, title: str = "Ops", notices=(), 
         env=dict(env),
         notices=list(notices),
         errors=list(errors),
+        summary=headline(rows),
     )
+
+
+def headline(rows: list[dict]) -> str:
+    """One closing line: how many rows, and how many of them have each verdict."""
+    counts = {name: sum(1 for r in rows if r["verdict"] == name) for name in VERDICTS}
+    parts = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+    measured = sum(1 for r in rows if r["measured"] is True)
+    return f"{len(rows)} rows ({measured} measured here): {parts or 'none'}."
 
 
 def rows_of(report: Report) -> list[dict]:

@@ -75,7 +75,7 @@ def test_every_step_runs_in_its_variant(flags):
     assert {v: r["steps"] for v, r in got.items()} == {v.id: ROUNDS for v in variants}
     assert all(r["median_ms"] > 0 and r["status"] == "ok" and r["peak_mib"] is None for r in got.values())
     assert report.env["timer"] == "wall clock" and report.env["device"] == "cpu"
-    assert report.notices[-1].startswith("verdict: ")
+    assert report.summary.startswith("verdict: ")
 
 
 def test_the_profile_names_the_lines_forward_and_backward(flags):
@@ -101,7 +101,7 @@ def test_a_variant_that_raises_is_reported_with_the_scans_finding(flags):
         assert got[f"{precision}/det"]["status"].startswith("blocked: aten.put_.default")
         assert got[f"{precision}/det"]["steps"] == 0
         assert got[f"{precision}/bench"]["steps"] == got[f"{precision}/default"]["steps"] == ROUNDS
-    assert "cannot be measured: deterministic mode raises at aten.put_.default" in report.notices[-1]
+    assert "cannot be measured: deterministic mode raises at aten.put_.default" in report.summary
 
 
 def test_a_target_that_does_not_build_is_an_error_not_a_crash(flags):

@@ -38,7 +38,8 @@ def test_text(capsys):
 
 def test_json(capsys):
     doc = json.loads(run(capsys, "json"))
-    assert set(doc) == {"tool", "version", "command", "env", "findings", "tables", "errors", "notices"}
+    assert set(doc) == {"tool", "version", "command", "env", "findings", "tables", "errors", "notices", "summary"}
+    assert doc["summary"] is None  # a check: it closes with the finding count
     assert doc["command"] == "scan" and doc["errors"] == [] and any("partial scan" in n for n in doc["notices"])
     for finding in doc["findings"]:
         for key in ("code", "message", "target", "op", "caller", "phase", "module", "file", "line", "help", "help_code"):
