@@ -225,7 +225,7 @@ class OpRule(Frozen):
 
     _fields = (
         "id", "title", "apis", "aten", "callers", "phase", "devices", "torch", "remedy", "remedy_code",
-        "reproducer", "provenance", "source", "remedy_by_shape", "dtypes", "remedy_reproducer",
+        "reproducer", "provenance", "source", "remedy_by_shape", "dtypes", "remedy_reproducer", "verified",
     )  # fmt: skip
     __slots__ = _fields
 
@@ -247,6 +247,7 @@ class OpRule(Frozen):
         remedy_by_shape: str = "",
         dtypes: tuple[str, ...] = ("float32",),
         remedy_reproducer: str = "",
+        verified: str = "",
     ):
         self.id = id
         self.title = title
@@ -267,6 +268,8 @@ class OpRule(Frozen):
         self.dtypes = dtypes
         # A snippet (names as for `reproducer`) that does what `remedy` suggests, for the report to run.
         self.remedy_reproducer = remedy_reproducer
+        # The last measurement that agreed with this entry: date, GPU, torch, and the report it is in.
+        self.verified = verified
 
     def raises_on(self, torch_version: str, device: str = "cuda") -> bool:
         return device in self.devices and version_in_range(torch_version, self.torch)
@@ -436,6 +439,7 @@ def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
                 remedy_by_shape=raw.get("remedy_by_shape", ""),
                 dtypes=_as_tuple(raw.get("dtypes", ["float32"])),
                 remedy_reproducer=raw.get("remedy_reproducer", ""),
+                verified=raw.get("verified", ""),
             )
         except KeyError as exc:
             raise RulesError(f"{where}: missing key {exc}") from exc
@@ -443,6 +447,8 @@ def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
             raise RulesError(f"{where}: remedy_by_shape must be one of {sorted(SHAPE_REMEDIES)}")
         if not op.dtypes or len(set(op.dtypes)) != len(op.dtypes) or not set(op.dtypes) <= set(DTYPES):
             raise RulesError(f"{where}: dtypes must be distinct names from {', '.join(DTYPES)}")
+        if not isinstance(op.verified, str):
+            raise RulesError(f"{where}: verified must be a string (date, GPU, torch, report)")
         if not isinstance(op.remedy_reproducer, str):
             raise RulesError(f"{where}: remedy_reproducer must be a string of Python")
         if op.phase not in ("forward", "backward"):

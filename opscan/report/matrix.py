@@ -235,4 +235,6 @@ def from_json(data, where: str = "the report") -> Report:
         out.append(table)
     errors = [Problem(str(e.get("message", e))) if isinstance(e, dict) else Problem(str(e)) for e in data.get("errors", [])]
     notices = [str(n) for n in data.get("notices", [])]
-    return Report("report", tables=out, env=env, notices=notices, errors=errors)
+    report = Report("report", tables=out, env=env, notices=notices, errors=errors)
+    report.summary = headline(rows_of(report))  # counted again: a file from before the summary line has none
+    return report

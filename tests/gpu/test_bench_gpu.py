@@ -64,7 +64,7 @@ def test_every_variant_is_timed(resnet):
         assert row["median_ms"] > 0 and row["spread_pct"] >= 0
         if ON_GPU:
             assert row["peak_mib"] > 0
-    assert report.notices[-1].startswith("verdict: determinism costs ")
+    assert report.summary.startswith("verdict: determinism costs ")
 
 
 def test_the_cost_table_adds_up(resnet):
@@ -147,5 +147,5 @@ def test_the_command_times_a_script(tmp_path):
     variants = doc["tables"][0]["rows"]
     assert [r["status"] for r in variants] == ["ok"] * 6 and {r["steps"] for r in variants} == {20}
     assert not any("did not run as labelled" in n for n in doc["notices"])  # it sets benchmark=True at its top only
-    assert doc["notices"][-1].startswith("verdict: ") and doc["env"]["timer"] == "cuda events"
+    assert doc["summary"].startswith("verdict: ") and doc["env"]["timer"] == "cuda events"
     assert "<svg" in outputs["html"]
