@@ -53,7 +53,7 @@ def one(args) -> int:
         "variants": tables.get("variants", []),
         "cost": tables.get("cost", []),
         "ops": [r for r in tables.get("ops", [])],
-        "verdict": doc["notices"][-1] if doc["notices"] else "",
+        "verdict": doc.get("summary") or "",
         "errors": [e["message"] for e in doc["errors"]],
     }
     print("SUMMARY " + json.dumps(summary), flush=True)
