@@ -7,7 +7,7 @@ from functools import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import Determinism, EnvRead, EnvWrite, Seed
+from opscan.lint.model import CudaWork, Determinism, EnvRead, EnvWrite, Seed
 from opscan.lint.project import EntryTrace, TraceEvent
 
 
@@ -58,6 +58,30 @@ class Context:
     @property
     def seeds_or_enables(self) -> bool:
         return bool(self.seeds or self.enables)
+
+    # -- flow -------------------------------------------------------------------
+
+    def overridden(self, event: TraceEvent, clears) -> TraceEvent | None:
+        """The later event that undoes `event` before any CUDA work runs after it, if there is one.
+
+        Last write wins: a flag set and then set back before the first CUDA work
+        that follows it (`.cuda()`, a tensor on the GPU, ...) never applies to
+        any work. `clears(effect)` says whether an effect undoes `event`'s.
+        """
+        index = self._positions.get(id(event))
+        if index is None:
+            return None
+        for later in self.trace.events[index + 1 :]:
+            what = later.what
+            if what.__class__ is CudaWork:
+                return None
+            if clears(what):
+                return later
+        return None
+
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        return {id(e): i for i, e in enumerate(self.trace.events)}
 
     # -- findings ---------------------------------------------------------------
 
