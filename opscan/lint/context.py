@@ -55,6 +55,22 @@ class Context:
         """The code sets the variable, or reads it (and so handles it itself)."""
         return bool(self.cublas_sets) or any(e.what.var == CUBLAS for e in self.of(EnvRead))
 
+    @cached_property
+    def uncalled(self) -> list[TraceEvent]:
+        """What the entry module's functions and methods that its run never calls do: other code may call them."""
+        return self.trace.uncalled()
+
+    @cached_property
+    def uncalled_enables(self) -> bool:
+        """Uncalled code (an entry point for other code) turns determinism on, or may."""
+        return any(
+            e.what.__class__ is Determinism and (e.what.mode is True or e.what.mode is UNKNOWN) for e in self.uncalled
+        )
+
+    @cached_property
+    def uncalled_handles_cublas(self) -> bool:
+        return any(e.what.__class__ in (EnvWrite, EnvRead) and e.what.var == CUBLAS for e in self.uncalled)
+
     @property
     def seeds_or_enables(self) -> bool:
         return bool(self.seeds or self.enables)

@@ -190,6 +190,17 @@ class Helper(Frozen):
         self.strict = strict
         self.benchmark = benchmark  # the keyword argument that sets cudnn.benchmark, if any
 
+    def position(self, name: str) -> int | None:
+        """The position a parameter may be passed at, None for a keyword-only or unknown one."""
+        pos = 0
+        for param in self.params:
+            if param == "*":
+                return None
+            if param[0] == name:
+                return pos
+            pos += 1
+        return None
+
     def model(self, args: CallArgs) -> list[Effect]:
         """The effects of one call, in order."""
         if callable(self.effects):
