@@ -55,9 +55,10 @@ class Event(Plain):
     """One thing a statement does, in execution order: `what` happens at `loc`.
 
     `what` is a Call, an Import, a Guard (around the `__main__` block and its else
-    branch), a Loader (after a DataLoader's call), or an effect visible in the syntax: EnvWrite (`os.environ[...] = value`),
-    EnvRead, Cudnn (`torch.backends.cudnn.<flag> = value`) or CudaWork
-    (`.cuda()`, `.to("cuda")`, `device="cuda"`).
+    branch), a Loader (after a DataLoader's call), or an effect visible in the
+    syntax: EnvWrite (`os.environ[...] = value`), EnvRead, Cudnn
+    (`torch.backends.cudnn.<flag> = value`) or CudaWork (`.cuda()`, `.to("cuda")`,
+    `device="cuda"`).
     """
 
     _fields = ("loc", "what")

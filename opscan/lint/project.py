@@ -16,8 +16,7 @@ from pathlib import Path
 
 from opscan._plain import Frozen, Plain
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
-from opscan.lint.model import Call, Guard, Import, Loader, Loc
-from opscan.lint.model import UNKNOWN
+from opscan.lint.model import UNKNOWN, Call, Guard, Import, Loader, Loc
 from opscan.lint.modelled import MODELS
 
 TYPE_CHECKING = False
