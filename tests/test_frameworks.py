@@ -13,10 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from opscan.lint.frameworks import MODELS
-from opscan.lint.model import UNKNOWN, CallArgs, Cudnn, Determinism, Effect, EnvWrite, Seed
+from opscan.lint.frameworks import HELPERS
+from opscan.lint.model import UNKNOWN, Built, CallArgs, Cudnn, Determinism, Effect, EnvWrite, Loc, Seed
 from tests.lint.helpers import read_expected
 
 U = UNKNOWN
+LOC = Loc(1, 1, 1, 2)
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 FIXTURES = Path(__file__).parent / "fixtures" / "lint" / "frameworks"
 
@@ -427,6 +429,111 @@ CASES = [
         expected=[seed(*MONAI), cudnn("deterministic", True), cudnn("benchmark", False)],
         id="monai-int-flag-raises-in-torch",
     ),
+    # timm: torch, numpy, random; no flag
+    case("timm.utils.random_seed", args=(42, 0), expected=[seed("torch", "numpy", "random")], id="timm"),
+    # stable-baselines3: using_cuda sets the cuDNN pair, never the flag
+    case("stable_baselines3.common.utils.set_random_seed", args=(0,), expected=[seed("random", "numpy", "torch")], id="sb3"),
+    case(
+        "stable_baselines3.common.utils.set_random_seed",
+        args=(0,),
+        kwargs={"using_cuda": True},
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", True), cudnn("benchmark", False)],
+        id="sb3-using-cuda",
+    ),
+    case(
+        "stable_baselines3.common.utils.set_random_seed",
+        args=(0, U),
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", U), cudnn("benchmark", U)],
+        id="sb3-using-cuda-unknown",
+    ),
+    # detectron2: PYTHONHASHSEED from the seed; a generated one when None
+    case(
+        "detectron2.utils.env.seed_all_rng",
+        args=(5,),
+        expected=[seed("numpy", "torch", "random", "torch-cuda"), env("PYTHONHASHSEED", "5")],
+        id="detectron2",
+    ),
+    case(
+        "detectron2.utils.env.seed_all_rng",
+        expected=[seed("numpy", "torch", "random", "torch-cuda"), env("PYTHONHASHSEED", U)],
+        id="detectron2-generated-seed",
+    ),
+    # ultralytics: warn-only determinism, cudnn.deterministic, the variable, PYTHONHASHSEED; else off
+    case(
+        "ultralytics.utils.torch_utils.init_seeds",
+        args=(3,),
+        kwargs={"deterministic": True},
+        expected=[
+            seed("random", "numpy", "torch"),
+            det(True, True),
+            cudnn("deterministic", True),
+            env(CUBLAS, ":4096:8"),
+            env("PYTHONHASHSEED", "3"),
+        ],
+        id="ultralytics-deterministic",
+    ),
+    case(
+        "ultralytics.utils.torch_utils.init_seeds",
+        expected=[seed("random", "numpy", "torch"), det(False, False), cudnn("deterministic", False)],
+        id="ultralytics-default-off",
+    ),
+    case(
+        "ultralytics.utils.torch_utils.init_seeds",
+        args=(U, U),
+        expected=[
+            seed("random", "numpy", "torch"),
+            det(U, True),
+            cudnn("deterministic", U),
+            env(CUBLAS, ":4096:8"),
+            env("PYTHONHASHSEED", U),
+        ],
+        id="ultralytics-unknown",
+    ),
+    # fairseq: torch and CUDA; the assert rejects a non-int
+    case("fairseq.utils.set_torch_seed", args=(1,), expected=[seed("torch", "torch-cuda")], id="fairseq"),
+    case("fairseq.utils.set_torch_seed", args=("1",), id="fairseq-str-asserts"),
+    case("fairseq.utils.set_torch_seed", args=(U,), expected=[seed("torch", "torch-cuda")], id="fairseq-unknown"),
+    # ignite, PyG, keras, fastai
+    case("ignite.utils.manual_seed", args=(0,), expected=[seed("random", "torch", "numpy")], id="ignite"),
+    case(
+        "torch_geometric.seed_everything",
+        args=(0,),
+        expected=[seed("random", "numpy", "torch", "torch-cuda")],
+        id="torch-geometric",
+    ),
+    case("keras.utils.set_random_seed", args=(1,), expected=[seed("random", "numpy", "torch")], id="keras"),
+    case("keras.utils.set_random_seed", args=(1.5,), id="keras-float-raises"),
+    case(
+        "fastai.torch_core.set_seed",
+        args=(42, True),
+        expected=[seed("torch", "torch-cuda", "numpy", "random"), cudnn("deterministic", True), cudnn("benchmark", False)],
+        id="fastai-reproducible",
+    ),
+    case("fastai.vision.all.set_seed", args=(42,), expected=[seed("torch", "torch-cuda", "numpy", "random")], id="fastai"),
+    # transformers Trainer with TrainingArguments built in the script
+    case(
+        "transformers.Trainer",
+        kwargs={"args": Built("transformers.TrainingArguments", CallArgs(kwargs=(("output_dir", "out"),)), LOC)},
+        expected=[seed(*HF)],
+        id="hf-trainer-training-arguments-default",
+    ),
+    case(
+        "transformers.Trainer",
+        kwargs={
+            "args": Built(
+                "transformers.TrainingArguments", CallArgs(kwargs=(("full_determinism", True),)), LOC
+            )
+        },
+        expected=[seed(*HF), *HF_ENV, det(True, False), cudnn("deterministic", True), cudnn("benchmark", False)],
+        id="hf-trainer-full-determinism",
+    ),
+    case(
+        "transformers.Trainer",
+        kwargs={"args": Built("transformers.TrainingArguments", CallArgs(star=True), LOC)},
+        expected=HF_TRAINER_UNKNOWN,
+        id="hf-trainer-training-arguments-star",
+    ),
+    case("transformers.TrainingArguments", kwargs={"full_determinism": True}, id="hf-training-arguments-no-effect"),
 ]
 
 
@@ -477,6 +584,17 @@ REQUIRED_KEYS = [
     "torchtune.utils.set_seed",
     "monai.utils.set_determinism",
     "monai.utils.misc.set_determinism",
+    "timm.utils.random_seed",
+    "stable_baselines3.common.utils.set_random_seed",
+    "detectron2.utils.env.seed_all_rng",
+    "ultralytics.utils.torch_utils.init_seeds",
+    "fairseq.utils.set_torch_seed",
+    "ignite.utils.manual_seed",
+    "torch_geometric.seed_everything",
+    "lightning_fabric.seed_everything",
+    "keras.utils.set_random_seed",
+    "fastai.torch_core.set_seed",
+    "transformers.TrainingArguments",
 ]
 
 
@@ -515,6 +633,11 @@ param_names = st.sampled_from(
         "use_deterministic_algorithms",
         "seed_everything_default",
         "verbose",
+        "using_cuda",
+        "rank",
+        "reproducible",
+        "s",
+        "full_determinism",
     ]
 )
 
@@ -574,7 +697,27 @@ def _fixture_scripts():
 
 def test_there_is_a_fixture_per_helper_family():
     names = " ".join(p.stem for p in _fixture_scripts())
-    for family in ("lightning", "hf_", "accelerate", "mmengine", "mmcv", "mmdet", "composer", "torchtune", "monai"):
+    for family in (
+        "lightning",
+        "hf_",
+        "accelerate",
+        "mmengine",
+        "mmcv",
+        "mmdet",
+        "composer",
+        "torchtune",
+        "monai",
+        "timm",
+        "sb3",
+        "detectron2",
+        "ultralytics",
+        "fairseq",
+        "ignite",
+        "torch_geometric",
+        "lightning_fabric",
+        "keras",
+        "fastai",
+    ):
         assert family in names
 
 
@@ -590,3 +733,18 @@ def test_fixture_expected_file_points_at_calls(script):
         assert match, f"{expected.name}: bad line {line!r}"
         assert (int(match[1]), int(match[2])) in starts, f"{expected.name}: {line} is not the start of a call"
     assert lines == sorted(lines, key=lambda s: (int(s.split(":")[0]), int(s.split()[0].split(":")[1]), s))
+
+
+# -- the catalogue is data: each entry says where it was read ------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", HELPERS, ids=lambda h: h.names[0])
+def test_every_entry_cites_a_release_or_a_commit(entry):
+    # A release read from its wheel or sdist ("2.9.2 wheel"), or a repository file at a commit.
+    assert re.search(r"\d+\.\d+(\.\d+)? (wheel|sdist)|@[0-9a-f]{40}", entry.source), entry.source
+    assert entry.names and all(part.isidentifier() for name in entry.names for part in name.split("."))
+
+
+def test_no_name_is_in_two_entries():
+    names = [name for entry in HELPERS for name in entry.names]
+    assert len(names) == len(set(names))

@@ -80,6 +80,10 @@ MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {
     "os.putenv": _putenv,
 }
 
+# torch's DataLoader: built in code that runs, it runs its dataset's __getitem__/__iter__, its collate_fn
+# and its worker_init_fn (the facts pass records a Loader event; the linker follows them).
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
 # Global RNG functions whose results change run to run unless the library is seeded.
 RANDOM_FUNCTIONS = frozenset(
     "random uniform randint randrange choice choices shuffle sample gauss normalvariate lognormvariate "

@@ -7,7 +7,7 @@ from functools import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import Determinism, EnvRead, EnvWrite, Seed
+from opscan.lint.model import CudaWork, Determinism, EnvRead, EnvWrite, Seed
 from opscan.lint.project import EntryTrace, TraceEvent
 
 
@@ -55,9 +55,49 @@ class Context:
         """The code sets the variable, or reads it (and so handles it itself)."""
         return bool(self.cublas_sets) or any(e.what.var == CUBLAS for e in self.of(EnvRead))
 
+    @cached_property
+    def uncalled(self) -> list[TraceEvent]:
+        """What the entry module's functions and methods that its run never calls do: other code may call them."""
+        return self.trace.uncalled()
+
+    @cached_property
+    def uncalled_enables(self) -> bool:
+        """Uncalled code (an entry point for other code) turns determinism on, or may."""
+        return any(
+            e.what.__class__ is Determinism and (e.what.mode is True or e.what.mode is UNKNOWN) for e in self.uncalled
+        )
+
+    @cached_property
+    def uncalled_handles_cublas(self) -> bool:
+        return any(e.what.__class__ in (EnvWrite, EnvRead) and e.what.var == CUBLAS for e in self.uncalled)
+
     @property
     def seeds_or_enables(self) -> bool:
         return bool(self.seeds or self.enables)
+
+    # -- flow -------------------------------------------------------------------
+
+    def overridden(self, event: TraceEvent, clears) -> TraceEvent | None:
+        """The later event that undoes `event` before any CUDA work runs after it, if there is one.
+
+        Last write wins: a flag set and then set back before the first CUDA work
+        that follows it (`.cuda()`, a tensor on the GPU, ...) never applies to
+        any work. `clears(effect)` says whether an effect undoes `event`'s.
+        """
+        index = self._positions.get(id(event))
+        if index is None:
+            return None
+        for later in self.trace.events[index + 1 :]:
+            what = later.what
+            if what.__class__ is CudaWork:
+                return None
+            if clears(what):
+                return later
+        return None
+
+    @cached_property
+    def _positions(self) -> dict[int, int]:
+        return {id(e): i for i, e in enumerate(self.trace.events)}
 
     # -- findings ---------------------------------------------------------------
 

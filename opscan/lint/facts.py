@@ -16,7 +16,9 @@ import re
 import warnings
 
 from opscan._plain import Plain
-from opscan.lint.model import UNKNOWN, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loc
+from opscan.lint.apis import DATALOADERS
+from opscan.lint.frameworks import SETTINGS_CLASSES
+from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 7
+FACTS_VERSION = 8
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -37,6 +39,10 @@ _MAX_QUALNAME_PARTS = 64
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _ENV = "os.environ"
 _ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")  # a constant naming one counts as reading it
+_SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # packages whose import may build one
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
+# drop_last, timeout, worker_init_fn, ...): the positions of the parameters lint follows.
+_LOADER_PARAMS = (("dataset", 0), ("num_workers", 5), ("collate_fn", 6), ("worker_init_fn", 10))
 # Expression nodes with nothing inside that can call, so nothing to record: names, operators,
 # contexts (Load/Store), and lambdas, whose bodies run only when called.
 _NO_EVENTS = frozenset(
@@ -49,15 +55,16 @@ class Event(Plain):
     """One thing a statement does, in execution order: `what` happens at `loc`.
 
     `what` is a Call, an Import, a Guard (around the `__main__` block and its else
-    branch), or an effect visible in the syntax: EnvWrite (`os.environ[...] = value`),
-    EnvRead, Cudnn (`torch.backends.cudnn.<flag> = value`) or CudaWork
-    (`.cuda()`, `.to("cuda")`, `device="cuda"`).
+    branch), a Loader (after a DataLoader's call), or an effect visible in the
+    syntax: EnvWrite (`os.environ[...] = value`), EnvRead, Cudnn
+    (`torch.backends.cudnn.<flag> = value`) or CudaWork (`.cuda()`, `.to("cuda")`,
+    `device="cuda"`).
     """
 
     _fields = ("loc", "what")
     __slots__ = _fields
 
-    def __init__(self, loc: Loc, what: Call | Import | Guard | Effect):
+    def __init__(self, loc: Loc, what: Call | Import | Guard | Loader | Effect):
         self.loc = loc
         self.what = what
 
@@ -230,6 +237,7 @@ class _Scope:
         self.cuda_names: set[str] = set()  # variables that hold a CUDA device
         self.shadowed: set[str] = set()  # local variables that hide an outer alias
         self.class_name = class_name  # set inside methods, for self.method()
+        self.built: dict[str, Built] = {}  # variable -> the settings object (frameworks.SETTINGS_CLASSES) it holds
 
     def lookup(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -251,6 +259,16 @@ class _Scope:
             scope = scope.parent
         return None
 
+    def settings(self, name: str) -> Built | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.built:
+                return scope.built[name]
+            if name in scope.shadowed or name in scope.aliases or name in scope.instances:
+                return None
+            scope = scope.parent
+        return None
+
     def is_cuda(self, name: str) -> bool:
         scope: _Scope | None = self
         while scope is not None:
@@ -268,6 +286,7 @@ class _FactsBuilder:
         self.dropped_libraries: set[str] = set()
         self.module_scope = _Scope(None)
         self.no_grad_depth = 0
+        self.may_build = False  # a package that defines settings classes was imported: follow them
 
     # -- names ------------------------------------------------------------
 
@@ -305,6 +324,9 @@ class _FactsBuilder:
         module. Each loaded module's top level runs then (the linker follows project ones).
         """
         loads: list[str] = []
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        if not self.may_build and any(n.partition(".")[0] in _SETTINGS_ROOTS for n in names):
+            self.may_build = True
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -335,21 +357,58 @@ class _FactsBuilder:
 
     # -- events ------------------------------------------------------------
 
-    def call_args(self, call: ast.Call) -> CallArgs:
+    def call_args(self, call: ast.Call, scope: _Scope | None = None) -> CallArgs:
         star = False  # *args or **kwargs: parameters not seen are unknown, not defaulted
+        follow = self.may_build and scope is not None  # settings objects (`Built`) passed along
         args = []
         for a in call.args:
             if a.__class__ is ast.Starred:
                 star = True
                 break
-            args.append(literal(a))
+            value = literal(a)
+            args.append(self._settings(a, scope) or value if follow and value is UNKNOWN else value)
         kwargs = []
         for k in call.keywords:
             if k.arg is None:
                 star = True
             else:
-                kwargs.append((k.arg, literal(k.value)))
+                value = literal(k.value)
+                kwargs.append((k.arg, self._settings(k.value, scope) or value if follow and value is UNKNOWN else value))
         return CallArgs(tuple(args), tuple(kwargs), star)
+
+    def _settings(self, node: ast.AST, scope: _Scope) -> Built | None:
+        """The settings object an argument is, built inline or bound to a name in scope."""
+        if node.__class__ is ast.Name:
+            return scope.settings(node.id)
+        if node.__class__ is ast.Call:
+            qualname = self.qualify(node.func, scope)
+            if qualname in SETTINGS_CLASSES:
+                return Built(qualname, self.call_args(node, scope), loc_of(node))
+        return None
+
+    def _loader(self, call: ast.Call, scope: _Scope, args: CallArgs) -> Loader:
+        """What a DataLoader runs: its dataset's class, the collate and worker-init functions, num_workers."""
+        found: dict[str, ast.AST] = {}
+        positional = []
+        for a in call.args:
+            if a.__class__ is ast.Starred:
+                break
+            positional.append(a)
+        for name, pos in _LOADER_PARAMS:
+            node = next((k.value for k in call.keywords if k.arg == name), None)
+            if node is None and pos < len(positional):
+                node = positional[pos]
+            if node is not None:
+                found[name] = node
+        dataset = found.get("dataset")
+        if dataset.__class__ is ast.Name:
+            dataset = scope.instance(dataset.id)
+        elif dataset.__class__ is ast.Call:
+            dataset = self.qualify(dataset.func, scope)
+        else:
+            dataset = None
+        collate, init = (self.qualify(found[n], scope) if n in found else None for n in ("collate_fn", "worker_init_fn"))
+        return Loader(dataset, collate, init, args.get("num_workers", 5, 0))
 
     def _device_is_cuda(self, node: ast.AST, scope: _Scope) -> bool:
         pending = [node]  # the alternatives `a if c else b if d else ...`, without recursion
@@ -411,7 +470,8 @@ class _FactsBuilder:
                 qualname = f"{held}.__call__"  # model(x) runs Net.forward
         method = func.attr if func.__class__ is ast.Attribute else None
         refs: list[str] = []  # local functions handed over by name: Fire(main), spawn(worker)
-        for value in [*call.args, *(k.value for k in call.keywords)]:
+        loader = qualname in DATALOADERS  # its callbacks are followed by its Loader event instead
+        for value in [*call.args, *(k.value for k in call.keywords)] if not loader else ():
             if value.__class__ is ast.Name:
                 q = scope.lookup(value.id)
                 if q and q.startswith(_THIS_DOT):
@@ -419,10 +479,14 @@ class _FactsBuilder:
         # Loc is immutable: the call's events share it.
         loc = Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
+        args = None
         if dropped is None:
-            out.append(Event(loc, Call(qualname, method, self.call_args(call), tuple(refs), self.no_grad_depth > 0)))
+            args = self.call_args(call, scope)
+            out.append(Event(loc, Call(qualname, method, args, tuple(refs), self.no_grad_depth > 0)))
         elif dropped:
             self.dropped_libraries.add(dropped)
+        if loader:
+            out.append(Event(loc, self._loader(call, scope, args or self.call_args(call))))
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
             out.append(Event(loc, CudaWork(".cuda()")))
@@ -460,6 +524,7 @@ class _FactsBuilder:
             name = target.id
             scope.aliases.pop(name, None)
             scope.instances.pop(name, None)
+            scope.built.pop(name, None)
             scope.cuda_names.discard(name)
             scope.shadowed.add(name)
             if value is None:
@@ -468,6 +533,8 @@ class _FactsBuilder:
                 cls = self.qualify(value.func, scope)
                 if cls:
                     scope.instances[name] = cls
+                    if cls in SETTINGS_CLASSES:
+                        scope.built[name] = Built(cls, self.call_args(value, scope), loc_of(value))
             if self._device_is_cuda(value, scope) or (
                 isinstance(value, ast.Call) and self.qualify(value.func, scope) == "torch.device" and _mentions_cuda(value)
             ):

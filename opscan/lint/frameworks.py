@@ -1,9 +1,16 @@
-"""What third-party seeding and determinism helpers actually do, as lint effects.
+"""The catalogue of third-party seeding and determinism helpers: what each one does, as lint effects.
 
-Each model takes the literal arguments of one call site and returns the effects
-the helper performs, in the order it performs them. Every model was written
-from the helper's source in the release users have now; the comment above it
-names the file read and notes older behaviour that differs.
+One `Helper` entry per helper (`HELPERS`, at the end): the qualified names it
+is imported by, the source it was modelled from (file and release), its
+parameters, and its effects, in the order it performs them, as data: seeding
+(`Seed`), flags (`Determinism`, `Cudnn`), environment writes (`EnvWrite`), and
+the literal arguments they depend on (`If`, `Check`, `Arg`). A few helpers
+whose logic does not fit that vocabulary (Lightning's Trainer, torchtune's debug
+modes, MONAI's `seed=None`) name a small function instead, beside its comment.
+An entry also says how a script turns determinism on in the helper's own terms
+(`Idiom`, for DET001/DET002's fixes), how its warn-only mode is made strict
+(`Strict`, for DET006's fix) and which keyword sets `cudnn.benchmark`
+(DET005's fix): the rules read these, they do not name frameworks.
 
 Conventions, shared with `opscan.lint.apis`:
 - `Seed` lists the global RNGs in the order the helper seeds them: "random",
@@ -18,14 +25,16 @@ Conventions, shared with `opscan.lint.apis`:
   checks, torch's bool-only flags and `torch.manual_seed(None)`; numpy
   rejecting an out-of-range seed is not.
 - Helpers that seed with a random value when given no seed (mmengine, composer,
-  torchtune) still report `Seed`: they do call the seeding functions.
+  torchtune, detectron2) still report `Seed`: they do call the seeding functions.
+- `os.environ.pop(...)` (ultralytics' `deterministic=False` branch) is not a write.
 
 The module imports nothing heavy: it is data and small functions.
 """
 
 from __future__ import annotations
 
-from opscan.lint.model import CUBLAS, UNKNOWN, CallArgs, Cudnn, Determinism, EnvWrite, Seed
+from opscan._plain import Frozen
+from opscan.lint.model import CUBLAS, UNKNOWN, Built, CallArgs, Cudnn, Determinism, EnvWrite, Seed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -35,7 +44,6 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
     from opscan.lint.model import Effect
 
 UINT32_MAX = 2**32 - 1
-
 
 # -- helpers shared by the models ------------------------------------------------
 
@@ -57,14 +65,6 @@ def _truth(value: Any) -> Any:
     return UNKNOWN if value is UNKNOWN else bool(value)
 
 
-def _if_enabled(condition: Any) -> list[Effect]:
-    """`if condition: torch.use_deterministic_algorithms(True)`."""
-    enabled = _truth(condition)
-    if enabled is UNKNOWN:
-        return [Determinism(UNKNOWN, False)]
-    return [Determinism(True, False)] if enabled else []
-
-
 def _as_seed(value: Any) -> Any:
     """The helper's `int(seed)`: an int, UNKNOWN, or None where the conversion raises."""
     if value is UNKNOWN or isinstance(value, int):
@@ -82,6 +82,191 @@ def _in_uint32(seed: Any) -> bool:
     if not isinstance(seed, (int, float)):
         return False  # None or str: the comparison raises TypeError
     return 0 <= seed <= UINT32_MAX
+
+
+# -- the vocabulary of an entry's effects -----------------------------------------
+
+
+class Arg(Frozen):
+    """A value taken from the helper's argument `param`: `str(value)` where `text`, else the value itself."""
+
+    _fields = ("param", "text")
+    __slots__ = _fields
+
+    def __init__(self, param: str, text: bool = True):
+        self.param = param
+        self.text = text
+
+
+class Check(Frozen):
+    """The helper raises unless its argument `param` passes `kind`; the effects stop there.
+
+    kind: "uint32" (0 <= value <= 2**32-1), "uint32-or-none", "not-none", "int" (`int(value)`
+    works), "isinstance-int" (`assert isinstance(seed, int)` or an explicit type check).
+    """
+
+    _fields = ("param", "kind")
+    __slots__ = _fields
+
+    def __init__(self, param: str, kind: str):
+        self.param = param
+        self.kind = kind
+
+
+class If(Frozen):
+    """`if <param>: then else: otherwise`, on the truth of a literal argument (UNKNOWN: `then`, undecided)."""
+
+    _fields = ("param", "then", "otherwise")
+    __slots__ = _fields
+
+    def __init__(self, param: str, then: tuple = (), otherwise: tuple = ()):
+        self.param = param
+        self.then = then
+        self.otherwise = otherwise
+
+
+class Idiom(Frozen):
+    """How a script that calls this helper turns determinism on in the helper's own terms.
+
+    Pass `keyword=value` to the call (or, with `via` = (param, position), to the
+    settings object passed there, e.g. the `TrainingArguments` a Trainer gets);
+    `covers` says what that then does: "determinism" (use_deterministic_algorithms)
+    and "cublas" (sets CUBLAS_WORKSPACE_CONFIG).
+    """
+
+    _fields = ("keyword", "value", "covers", "via")
+    __slots__ = _fields
+
+    def __init__(self, keyword: str, value: str, covers: tuple[str, ...], via: tuple[str, int | None] | None = None):
+        self.keyword = keyword
+        self.value = value  # source text
+        self.covers = covers
+        self.via = via
+
+
+class Strict(Frozen):
+    """How DET006's fix makes a warn-only call strict: the argument `param` (or position `pos`) and `how`.
+
+    how: "drop" (remove it where it is `True`), "true" (`"warn"` becomes `True`),
+    "error" (`"warn"` becomes `"error"`, `1` becomes `2`).
+    """
+
+    _fields = ("param", "pos", "how")
+    __slots__ = _fields
+
+    def __init__(self, param: str, pos: int | None, how: str):
+        self.param = param
+        self.pos = pos
+        self.how = how
+
+
+class Helper(Frozen):
+    """One catalogue entry: a helper, where it was read, and what it does.
+
+    `params` is the signature in order, each (name, default); names after "*"
+    are keyword-only. `effects` is a tuple of steps (effects, `If`, `Check`) or a
+    function of the call's arguments for the few that do not fit.
+    """
+
+    _fields = ("names", "source", "params", "effects", "idiom", "strict", "benchmark")
+    _compared = ("names",)
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        source: str,
+        params: tuple = (),
+        effects: tuple | Callable[[CallArgs], list[Effect]] = (),
+        idiom: Idiom | None = None,
+        strict: Strict | None = None,
+        benchmark: str | None = None,
+    ):
+        self.names = names
+        self.source = source
+        self.params = params
+        self.effects = effects
+        self.idiom = idiom
+        self.strict = strict
+        self.benchmark = benchmark  # the keyword argument that sets cudnn.benchmark, if any
+
+    def position(self, name: str) -> int | None:
+        """The position a parameter may be passed at, None for a keyword-only or unknown one."""
+        pos = 0
+        for param in self.params:
+            if param == "*":
+                return None
+            if param[0] == name:
+                return pos
+            pos += 1
+        return None
+
+    def model(self, args: CallArgs) -> list[Effect]:
+        """The effects of one call, in order."""
+        if callable(self.effects):
+            return self.effects(args)
+        values: dict[str, Any] = {}
+        pos: int | None = 0
+        for param in self.params:
+            if param == "*":
+                pos = None
+                continue
+            name, default = param
+            values[name] = args.get(name, pos, default)
+            if pos is not None:
+                pos += 1
+        out: list[Effect] = []
+        _run(self.effects, values, out, False)
+        return out
+
+
+def _passes(kind: str, value: Any) -> bool:
+    if value is UNKNOWN:
+        return True
+    if kind == "not-none":
+        return value is not None
+    if kind == "uint32-or-none":
+        return value is None or _in_uint32(value)
+    if kind == "uint32":
+        return _in_uint32(value)
+    if kind == "int":
+        return _as_seed(value) is not None
+    return isinstance(value, int)  # "isinstance-int"
+
+
+def _resolve(value: Any, values: dict[str, Any]) -> Any:
+    if value.__class__ is not Arg:
+        return value
+    got = values[value.param]
+    if not value.text:
+        return got
+    return UNKNOWN if got is UNKNOWN or got is None else str(got)
+
+
+def _run(steps: tuple, values: dict[str, Any], out: list, undecided: bool) -> bool:
+    """Append the effects of `steps` to `out`; False where the helper raises (the rest never runs)."""
+    for step in steps:
+        cls = step.__class__
+        if cls is Check:
+            if not _passes(step.kind, values[step.param]):
+                return False
+        elif cls is If:
+            truth = _truth(values[step.param])
+            branch = step.then if truth is UNKNOWN or truth else step.otherwise
+            if not _run(branch, values, out, undecided or truth is UNKNOWN):
+                return False
+        elif cls is Determinism:
+            flag = _determinism(_resolve(step.mode, values), _resolve(step.warn_only, values))
+            if flag is None:
+                return False  # torch's bool-only binding raises
+            out.append(Determinism(UNKNOWN, flag.warn_only) if undecided else flag)
+        elif cls is Cudnn:
+            out.append(Cudnn(step.flag, UNKNOWN) if undecided else step)
+        elif cls is EnvWrite:
+            out.append(EnvWrite(step.var, _resolve(step.value, values)))
+        else:  # Seed
+            out.append(step)
+    return True
 
 
 # -- Lightning --------------------------------------------------------------------
@@ -205,154 +390,42 @@ _HF_FULL_DETERMINISM_ENV = (
 )
 
 
-# set_seed(seed, deterministic=False): random.seed, np.random.seed, torch.manual_seed,
-# torch.cuda.manual_seed_all, then `if deterministic: torch.use_deterministic_algorithms(True)`.
-# No CUBLAS_WORKSPACE_CONFIG and no cuDNN flags.
-def _hf_set_seed(args: CallArgs) -> list[Effect]:
-    return [Seed(_HF_SEED_LIBS)] + _if_enabled(args.get("deterministic", 1, False))
-
-
-# enable_full_determinism(seed, warn_only=False): set_seed(seed), the five environment writes above,
-# torch.use_deterministic_algorithms(True, warn_only=warn_only), cudnn.deterministic = True,
-# cudnn.benchmark = False.
-def _hf_enable_full_determinism(args: CallArgs) -> list[Effect]:
-    effects = [Seed(_HF_SEED_LIBS)] + [EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
-    flag = _determinism(True, args.get("warn_only", 1, False))
-    if flag is None:
-        return effects
-    return effects + [flag, Cudnn("deterministic", True), Cudnn("benchmark", False)]
-
 
 # Trainer(model=None, args=None, ...): the first thing __init__ does is
 #     if args is None: args = TrainingArguments(output_dir="tmp_trainer")      # seed=42, full_determinism=False
 #     enable_full_determinism(args.seed) if args.full_determinism else set_seed(args.seed)
-# (train() repeats it when model_init is given). TrainingArguments itself has no such effect. An `args`
-# object is never a literal, and full_determinism is often a command-line flag (HfArgumentParser), so
-# with `args` passed the branch is unknown: seeding, then enable_full_determinism's effects with the
-# undecided values UNKNOWN (warn_only is known: the Trainer passes none).
+# (train() repeats it when model_init is given). TrainingArguments itself has no such effect. `args` built
+# in the script (`TrainingArguments(..., full_determinism=...)`, inline or through a name) is read; any
+# other `args` (HfArgumentParser, a config) leaves full_determinism unknown: seeding, then
+# enable_full_determinism's effects with the undecided values UNKNOWN (warn_only is known: none passed).
 def _hf_trainer(args: CallArgs) -> list[Effect]:
-    if args.get("args", 1, None) is None:
+    settings = args.get("args", 1, None)
+    if settings is None:
         return [Seed(_HF_SEED_LIBS)]
-    return (
-        [Seed(_HF_SEED_LIBS)]
-        + [EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
-        + [
-            Determinism(UNKNOWN, False),
-            Cudnn("deterministic", UNKNOWN),
-            Cudnn("benchmark", UNKNOWN),
-        ]
-    )
+    full = UNKNOWN
+    if isinstance(settings, Built) and settings.qualname in _TRAINING_ARGUMENTS:
+        full = _truth(settings.args.get("full_determinism", None, False))
+    if full is UNKNOWN:
+        return (
+            [Seed(_HF_SEED_LIBS)]
+            + [EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV]
+            + [
+                Determinism(UNKNOWN, False),
+                Cudnn("deterministic", UNKNOWN),
+                Cudnn("benchmark", UNKNOWN),
+            ]
+        )
+    return _HF_ENABLE_FULL_DETERMINISM.model(CallArgs()) if full else [Seed(_HF_SEED_LIBS)]
 
 
-# -- accelerate -------------------------------------------------------------------
-# Read: accelerate 1.15.0 (PyPI wheel) accelerate/utils/random.py; accelerate/utils/__init__.py re-exports
-#   it; the top-level `accelerate` package does not. Accelerator(...) sets no seed or flag.
-# set_seed(seed, device_specific=False, deterministic=False): random.seed, np.random.seed,
-# torch.manual_seed, then one of torch.{xpu,npu,mlu,sdaa,musa,hpu,neuron,cuda}.manual_seed_all (cuda on a
-# CUDA machine), xm.set_rng_state on XLA, then `if deterministic: torch.use_deterministic_algorithms(True)`.
-# No CUBLAS_WORKSPACE_CONFIG and no cuDNN flags. 0.20.3 had no `deterministic` parameter (wheel read).
-def _accelerate_set_seed(args: CallArgs) -> list[Effect]:
-    return [Seed(("random", "numpy", "torch", "torch-cuda"))] + _if_enabled(args.get("deterministic", 2, False))
-
-
-# -- OpenMMLab ----------------------------------------------------------------------
-# Read: mmengine 0.10.7 (PyPI wheel) and open-mmlab/mmengine@13b1ffbf6201898021ea77c9ca2373ed8853b1c6
-#   mmengine/runner/utils.py; mmengine 0.1.0, 0.4.0 and 0.7.0 wheels (same logic since the first release).
-# set_random_seed(seed=None, deterministic=False, diff_rank_seed=False): seed None -> a random seed shared
-# across ranks (still seeds); random.seed, np.random.seed, torch.manual_seed, torch.cuda.manual_seed_all
-# (when CUDA is available), then if deterministic: cudnn.deterministic = True, cudnn.benchmark = False,
-# torch.use_deterministic_algorithms(True) (on torch >= 1.10). No CUBLAS_WORKSPACE_CONFIG.
-# Runner(randomness=dict(...)) calls it with a config dict we cannot read; Runner is not modelled.
-def _mmengine_set_random_seed(args: CallArgs) -> list[Effect]:
-    deterministic = args.get("deterministic", 1, False)
-    return (
-        [Seed(("random", "numpy", "torch", "torch-cuda"))]
-        + _cudnn_deterministic_pair(deterministic)
-        + _if_enabled(deterministic)
-    )
-
-
-# Read: mmcv 1.7.2 (PyPI sdist) mmcv/runner/utils.py, mmcv/runner/__init__.py. mmcv 2.x has no
-# mmcv.runner (moved to mmengine).
-# set_random_seed(seed, deterministic=False, use_rank_shift=False): random.seed, np.random.seed,
-# torch.manual_seed, torch.cuda.manual_seed, torch.cuda.manual_seed_all,
-# os.environ["PYTHONHASHSEED"] = str(seed), then if deterministic: cudnn.deterministic = True,
-# cudnn.benchmark = False. Never use_deterministic_algorithms. seed=None raises in torch.manual_seed.
-def _mmcv_set_random_seed(args: CallArgs) -> list[Effect]:
-    seed = args.get("seed", 0, None)
-    if seed is None:
-        return []
-    shifted = _truth(args.get("use_rank_shift", 2, False))
-    hash_seed = str(seed) if seed is not UNKNOWN and shifted is False else UNKNOWN
-    effects = [Seed(("random", "numpy", "torch", "torch-cuda")), EnvWrite("PYTHONHASHSEED", hash_seed)]
-    return effects + _cudnn_deterministic_pair(args.get("deterministic", 1, False))
-
-
-# Read: mmdet 2.28.2 (PyPI wheel) mmdet/apis/train.py, mmdet/apis/__init__.py. mmdet 3.x (3.3.0) has no
-# set_random_seed (it uses mmengine's).
-# set_random_seed(seed, deterministic=False): random.seed, np.random.seed, torch.manual_seed,
-# torch.cuda.manual_seed_all, then if deterministic: cudnn.deterministic = True, cudnn.benchmark = False.
-def _mmdet_set_random_seed(args: CallArgs) -> list[Effect]:
-    if args.get("seed", 0, None) is None:
-        return []  # torch.manual_seed(None) raises
-    return [Seed(("random", "numpy", "torch", "torch-cuda"))] + _cudnn_deterministic_pair(
-        args.get("deterministic", 1, False)
-    )
-
-
-def _cudnn_deterministic_pair(deterministic: Any) -> list[Effect]:
-    """`if deterministic: cudnn.deterministic = True; cudnn.benchmark = False`."""
-    enabled = _truth(deterministic)
-    if enabled is UNKNOWN:
-        return [Cudnn("deterministic", UNKNOWN), Cudnn("benchmark", UNKNOWN)]
-    return [Cudnn("deterministic", True), Cudnn("benchmark", False)] if enabled else []
-
-
-# -- composer -----------------------------------------------------------------------
-# Read: mosaicml 0.32.1 (PyPI wheel) composer/utils/reproducibility.py, composer/trainer/trainer.py,
-#   composer/utils/__init__.py (it does not re-export seed_all or configure_deterministic_mode; users
-#   write `from composer.utils import reproducibility`); also mosaicml/composer@
-#   02c872e43c708781bba06355a4e673557f3d5056 reproducibility.py (same logic, warned instead of logging).
-
-_COMPOSER_SEED_LIBS = ("random", "numpy", "torch", "torch-cuda")
-
-
-# seed_all(seed): raises ValueError unless 0 <= seed <= 2**32-1, then random.seed, np.random.seed,
-# torch.manual_seed, torch.cuda.manual_seed_all.
-def _composer_seed_all(args: CallArgs) -> list[Effect]:
-    return [Seed(_COMPOSER_SEED_LIBS)] if _in_uint32(args.get("seed", 0, None)) else []
-
-
-# configure_deterministic_mode(): torch.use_deterministic_algorithms(True), cudnn.benchmark = False,
-# cudnn.deterministic = True, os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8" (after the flag).
-def _composer_configure_deterministic_mode(args: CallArgs) -> list[Effect]:
-    return [
-        Determinism(True, False),
-        Cudnn("benchmark", False),
-        Cudnn("deterministic", True),
-        EnvWrite(CUBLAS, ":4096:8"),
-    ]
-
-
-# Trainer(*, model, ..., seed=None, deterministic_mode=False, ...): seed None -> a time-based random seed;
-# ValueError unless 0 <= seed <= 2**32-1; seed_all(seed + rank); then
-# `if deterministic_mode: configure_deterministic_mode()`. (fit() reseeds with the same seed.)
-def _composer_trainer(args: CallArgs) -> list[Effect]:
-    seed = args.get("seed", None, None)
-    if seed is not None and not _in_uint32(seed):
-        return []
-    effects = [Seed(_COMPOSER_SEED_LIBS)]
-    enabled = _truth(args.get("deterministic_mode", None, False))
-    if enabled is UNKNOWN:
-        return effects + [
-            Determinism(UNKNOWN, False),
-            Cudnn("benchmark", UNKNOWN),
-            Cudnn("deterministic", UNKNOWN),
-            EnvWrite(CUBLAS, ":4096:8"),
-        ]
-    if enabled:
-        effects += _composer_configure_deterministic_mode(CallArgs())
-    return effects
+_TRAINING_ARGUMENTS = frozenset(
+    {
+        "transformers.TrainingArguments",
+        "transformers.training_args.TrainingArguments",
+        "transformers.Seq2SeqTrainingArguments",
+        "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
+    }
+)
 
 
 # -- torchtune ----------------------------------------------------------------------
@@ -438,11 +511,31 @@ def _monai_set_determinism(args: CallArgs) -> list[Effect]:
     return effects
 
 
-# -- the table ------------------------------------------------------------------------
 
 
-def _names(prefixes: tuple[str, ...], suffix: str) -> list[str]:
-    return [f"{prefix}.{suffix}" for prefix in prefixes]
+# -- composer -----------------------------------------------------------------------
+# Read: mosaicml 0.32.1 (PyPI wheel) composer/utils/reproducibility.py, composer/trainer/trainer.py,
+#   composer/utils/__init__.py (it does not re-export seed_all or configure_deterministic_mode; users
+#   write `from composer.utils import reproducibility`); also mosaicml/composer@
+#   02c872e43c708781bba06355a4e673557f3d5056 reproducibility.py (same logic, warned instead of logging).
+
+_COMPOSER_SEED_LIBS = ("random", "numpy", "torch", "torch-cuda")
+# configure_deterministic_mode(): torch.use_deterministic_algorithms(True), cudnn.benchmark = False,
+# cudnn.deterministic = True, os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8" (after the flag).
+_COMPOSER_DETERMINISTIC_MODE = (
+    Determinism(True, False),
+    Cudnn("benchmark", False),
+    Cudnn("deterministic", True),
+    EnvWrite(CUBLAS, ":4096:8"),
+)
+
+# -- the catalogue --------------------------------------------------------------------
+# One entry per helper. `source` names what was read: a PyPI release's wheel, or a repository
+# file at a commit where the package is not on PyPI. Seeding order is the helper's own.
+
+
+def _names(prefixes: tuple[str, ...], suffix: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}.{suffix}" for prefix in prefixes)
 
 
 _LIGHTNING_SEED_MODULES = (
@@ -472,43 +565,244 @@ _LIGHTNING_TRAINER_MODULES = (
     "pytorch_lightning.trainer",
     "pytorch_lightning.trainer.trainer",
 )
+_LIGHTNING_SOURCE = (
+    "lightning 2.6.6 wheel: lightning/fabric/utilities/seed.py, lightning/fabric/fabric.py, "
+    "lightning/pytorch/trainer/connectors/accelerator_connector.py (_set_torch_flags), lightning/pytorch/cli.py; "
+    "lightning-fabric 2.6.6 wheel: lightning_fabric/utilities/seed.py (the same seed_everything)"
+)
+_HF_SOURCE = "transformers 5.24.0 wheel: transformers/trainer_utils.py, trainer.py (Trainer.__init__), training_args.py"
+_STRICT_WARN = Strict("deterministic", None, "true")
+_SEED_CUDNN_PAIR = (Cudnn("deterministic", True), Cudnn("benchmark", False))
 
-MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {
-    **{name: _lightning_seed_everything for name in _names(_LIGHTNING_SEED_MODULES, "seed_everything")},
-    **{name: _fabric for name in _FABRIC_CLASSES},
-    **{f"{name}.seed_everything": _fabric_seed_everything for name in _FABRIC_CLASSES},
-    **{name: _lightning_trainer for name in _names(_LIGHTNING_TRAINER_MODULES, "Trainer")},
-    "lightning.pytorch.cli.LightningCLI": _lightning_cli,
-    "pytorch_lightning.cli.LightningCLI": _lightning_cli,
-    # transformers
-    **{name: _hf_set_seed for name in _names(_HF_MODULES, "set_seed")},
-    **{name: _hf_enable_full_determinism for name in _names(_HF_MODULES, "enable_full_determinism")},
-    "transformers.Trainer": _hf_trainer,
-    "transformers.trainer.Trainer": _hf_trainer,
-    "transformers.Seq2SeqTrainer": _hf_trainer,
-    "transformers.trainer_seq2seq.Seq2SeqTrainer": _hf_trainer,
-    # accelerate
-    "accelerate.utils.set_seed": _accelerate_set_seed,
-    "accelerate.utils.random.set_seed": _accelerate_set_seed,
-    # OpenMMLab
-    "mmengine.runner.set_random_seed": _mmengine_set_random_seed,
-    "mmengine.runner.utils.set_random_seed": _mmengine_set_random_seed,
-    "mmcv.runner.set_random_seed": _mmcv_set_random_seed,
-    "mmcv.runner.utils.set_random_seed": _mmcv_set_random_seed,
-    "mmdet.apis.set_random_seed": _mmdet_set_random_seed,
-    "mmdet.apis.train.set_random_seed": _mmdet_set_random_seed,
-    # composer
-    "composer.utils.reproducibility.seed_all": _composer_seed_all,
-    "composer.utils.reproducibility.configure_deterministic_mode": _composer_configure_deterministic_mode,
-    "composer.Trainer": _composer_trainer,
-    "composer.trainer.Trainer": _composer_trainer,
-    "composer.trainer.trainer.Trainer": _composer_trainer,
-    # torchtune
-    "torchtune.training.set_seed": _torchtune_set_seed,
-    "torchtune.training.seed.set_seed": _torchtune_set_seed,
-    "torchtune.utils.set_seed": _torchtune_set_seed,  # torchtune < 0.3
-    "torchtune.utils.seed.set_seed": _torchtune_set_seed,  # torchtune < 0.3
-    # MONAI
-    "monai.utils.set_determinism": _monai_set_determinism,
-    "monai.utils.misc.set_determinism": _monai_set_determinism,
-}
+_HF_ENABLE_FULL_DETERMINISM = Helper(
+    _names(_HF_MODULES, "enable_full_determinism"),
+    _HF_SOURCE + " (enable_full_determinism(seed, warn_only=False): set_seed(seed), five environment "
+    "writes, use_deterministic_algorithms(True, warn_only=warn_only), cudnn.deterministic = True, "
+    "cudnn.benchmark = False; 4.x had no warn_only and wrote only CUDA_LAUNCH_BLOCKING and CUBLAS)",
+    (("seed", None), ("warn_only", False)),
+    (
+        Seed(_HF_SEED_LIBS),
+        *(EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV),
+        Determinism(True, Arg("warn_only", text=False)),
+        *_SEED_CUDNN_PAIR,
+    ),
+    strict=Strict("warn_only", 1, "drop"),
+)
+
+HELPERS: tuple[Helper, ...] = (
+    # -- Lightning
+    Helper(_names(_LIGHTNING_SEED_MODULES, "seed_everything"), _LIGHTNING_SOURCE, effects=_lightning_seed_everything),
+    Helper(_FABRIC_CLASSES, _LIGHTNING_SOURCE, effects=_fabric),
+    Helper(_names(_FABRIC_CLASSES, "seed_everything"), _LIGHTNING_SOURCE, effects=_fabric_seed_everything),
+    Helper(
+        _names(_LIGHTNING_TRAINER_MODULES, "Trainer"),
+        _LIGHTNING_SOURCE,
+        effects=_lightning_trainer,
+        idiom=Idiom("deterministic", "True", ("determinism", "cublas")),
+        strict=_STRICT_WARN,
+        benchmark="benchmark",
+    ),
+    Helper(("lightning.pytorch.cli.LightningCLI", "pytorch_lightning.cli.LightningCLI"), _LIGHTNING_SOURCE, effects=_lightning_cli),
+    # -- transformers
+    Helper(
+        _names(_HF_MODULES, "set_seed"),
+        _HF_SOURCE + " (set_seed(seed, deterministic=False); `deterministic` since PR #29778, 2024)",
+        (("seed", None), ("deterministic", False)),
+        (Seed(_HF_SEED_LIBS), If("deterministic", (Determinism(True, False),))),
+    ),
+    _HF_ENABLE_FULL_DETERMINISM,
+    Helper(
+        (
+            "transformers.Trainer",
+            "transformers.trainer.Trainer",
+            "transformers.Seq2SeqTrainer",
+            "transformers.trainer_seq2seq.Seq2SeqTrainer",
+        ),
+        _HF_SOURCE + ", trainer_seq2seq.py",
+        effects=_hf_trainer,
+        idiom=Idiom("full_determinism", "True", ("determinism", "cublas"), via=("args", 1)),
+    ),
+    # Settings only: read through `Built` by the Trainer's model (SETTINGS_CLASSES).
+    Helper(tuple(sorted(_TRAINING_ARGUMENTS)), _HF_SOURCE + " (TrainingArguments.full_determinism, default False)"),
+    # -- accelerate
+    Helper(
+        ("accelerate.utils.set_seed", "accelerate.utils.random.set_seed"),
+        "accelerate 1.15.0 wheel: accelerate/utils/random.py (set_seed(seed, device_specific=False, "
+        "deterministic=False): random, numpy, torch, the device's manual_seed_all, then "
+        "`if deterministic: torch.use_deterministic_algorithms(True)`; no CUBLAS_WORKSPACE_CONFIG, no cuDNN flag; "
+        "`deterministic` since PR #2569, 2024: 0.20.3 has none). Accelerator(...) sets no seed or flag",
+        (("seed", None), ("device_specific", False), ("deterministic", False)),
+        (Seed(("random", "numpy", "torch", "torch-cuda")), If("deterministic", (Determinism(True, False),))),
+        idiom=Idiom("deterministic", "True", ("determinism",)),
+    ),
+    # -- OpenMMLab
+    Helper(
+        ("mmengine.runner.set_random_seed", "mmengine.runner.utils.set_random_seed"),
+        "mmengine 0.10.7 wheel and open-mmlab/mmengine@13b1ffbf6201898021ea77c9ca2373ed8853b1c6: "
+        "mmengine/runner/utils.py (same logic since 0.1.0). seed None: a random seed shared across ranks. "
+        "Runner(randomness=dict(...)) passes a config dict we cannot read; Runner is not modelled",
+        (("seed", None), ("deterministic", False), ("diff_rank_seed", False)),
+        (
+            Seed(("random", "numpy", "torch", "torch-cuda")),
+            If("deterministic", (*_SEED_CUDNN_PAIR, Determinism(True, False))),
+        ),
+    ),
+    Helper(
+        ("mmcv.runner.set_random_seed", "mmcv.runner.utils.set_random_seed"),
+        "mmcv 1.7.2 sdist: mmcv/runner/utils.py (mmcv 2.x has no mmcv.runner). seed None raises in "
+        "torch.manual_seed; never use_deterministic_algorithms",
+        (("seed", None), ("deterministic", False), ("use_rank_shift", False)),
+        (
+            Check("seed", "not-none"),
+            Seed(("random", "numpy", "torch", "torch-cuda")),
+            If("use_rank_shift", (EnvWrite("PYTHONHASHSEED", UNKNOWN),), (EnvWrite("PYTHONHASHSEED", Arg("seed")),)),
+            If("deterministic", _SEED_CUDNN_PAIR),
+        ),
+    ),
+    Helper(
+        ("mmdet.apis.set_random_seed", "mmdet.apis.train.set_random_seed"),
+        "mmdet 2.28.2 wheel: mmdet/apis/train.py (mmdet 3.x uses mmengine's)",
+        (("seed", None), ("deterministic", False)),
+        (Check("seed", "not-none"), Seed(("random", "numpy", "torch", "torch-cuda")), If("deterministic", _SEED_CUDNN_PAIR)),
+    ),
+    # -- composer
+    Helper(
+        ("composer.utils.reproducibility.seed_all",),
+        "mosaicml 0.32.1 wheel: composer/utils/reproducibility.py (seed_all(seed) checks 0 <= seed <= 2**32-1)",
+        (("seed", None),),
+        (Check("seed", "uint32"), Seed(_COMPOSER_SEED_LIBS)),
+    ),
+    Helper(
+        ("composer.utils.reproducibility.configure_deterministic_mode",),
+        "mosaicml 0.32.1 wheel: composer/utils/reproducibility.py",
+        effects=_COMPOSER_DETERMINISTIC_MODE,
+    ),
+    Helper(
+        ("composer.Trainer", "composer.trainer.Trainer", "composer.trainer.trainer.Trainer"),
+        "mosaicml 0.32.1 wheel: composer/trainer/trainer.py (keyword-only; seed None: a time-based seed; "
+        "seed_all(seed + rank), then `if deterministic_mode: configure_deterministic_mode()`)",
+        ("*", ("seed", None), ("deterministic_mode", False)),
+        (Check("seed", "uint32-or-none"), Seed(_COMPOSER_SEED_LIBS), If("deterministic_mode", _COMPOSER_DETERMINISTIC_MODE)),
+    ),
+    # -- torchtune
+    Helper(
+        (
+            "torchtune.training.set_seed",
+            "torchtune.training.seed.set_seed",
+            "torchtune.utils.set_seed",  # torchtune < 0.3
+            "torchtune.utils.seed.set_seed",  # torchtune < 0.3
+        ),
+        "torchtune 0.6.1 wheel: torchtune/training/seed.py; 0.1.1 and 0.2.1 wheels: torchtune/utils/seed.py",
+        effects=_torchtune_set_seed,
+        strict=Strict("debug_mode", 1, "error"),
+    ),
+    # -- MONAI
+    Helper(
+        ("monai.utils.set_determinism", "monai.utils.misc.set_determinism"),
+        "monai 1.6.1 wheel: monai/utils/misc.py; 0.8.1 (same) and 0.5.3 (no use_deterministic_algorithms) wheels",
+        effects=_monai_set_determinism,
+    ),
+    # -- timm
+    Helper(
+        ("timm.utils.random_seed", "timm.utils.random.random_seed"),
+        "timm 1.0.31 wheel: timm/utils/random.py (random_seed(seed=42, rank=0): torch.manual_seed, "
+        "np.random.seed, random.seed, each with seed + rank; no flag)",
+        (("seed", 42), ("rank", 0)),
+        (Seed(("torch", "numpy", "random")),),
+    ),
+    # -- stable-baselines3
+    Helper(
+        ("stable_baselines3.common.utils.set_random_seed",),
+        "stable-baselines3 2.9.2 wheel: stable_baselines3/common/utils.py (set_random_seed(seed, using_cuda=False): "
+        "random, numpy, torch, then `if using_cuda: cudnn.deterministic = True; cudnn.benchmark = False`; "
+        "never use_deterministic_algorithms). The algorithms' `seed=` calls it with using_cuda from the "
+        "device; they are not modelled",
+        (("seed", None), ("using_cuda", False)),
+        (Seed(("random", "numpy", "torch")), If("using_cuda", _SEED_CUDNN_PAIR)),
+    ),
+    # -- detectron2 (not on PyPI)
+    Helper(
+        ("detectron2.utils.env.seed_all_rng",),
+        "facebookresearch/detectron2@2954fb7d702ebfb0d5e3d51fb34d415c064502b6 detectron2/utils/env.py "
+        "(seed_all_rng(seed=None): seed None -> pid + time + urandom; np.random, torch, random, "
+        "torch.cuda.manual_seed_all where CUDA is available, os.environ['PYTHONHASHSEED'] = str(seed); no flag)",
+        (("seed", None),),
+        (Seed(("numpy", "torch", "random", "torch-cuda")), EnvWrite("PYTHONHASHSEED", Arg("seed"))),
+    ),
+    # -- ultralytics
+    Helper(
+        ("ultralytics.utils.torch_utils.init_seeds",),
+        "ultralytics 8.4.190 wheel: ultralytics/utils/torch_utils.py (init_seeds(seed=0, deterministic=False): "
+        "random, numpy, torch; deterministic: use_deterministic_algorithms(True, warn_only=True), "
+        "cudnn.deterministic = True, CUBLAS_WORKSPACE_CONFIG = ':4096:8', PYTHONHASHSEED = str(seed) (torch >= 2.0); "
+        "else unset_deterministic(): use_deterministic_algorithms(False), cudnn.deterministic = False, and the two "
+        "variables popped). BaseTrainer calls it with the `deterministic` setting, True by default (cfg/default.yaml)",
+        (("seed", 0), ("deterministic", False)),
+        (
+            Seed(("random", "numpy", "torch")),
+            If(
+                "deterministic",
+                (
+                    Determinism(True, True),
+                    Cudnn("deterministic", True),
+                    EnvWrite(CUBLAS, ":4096:8"),
+                    EnvWrite("PYTHONHASHSEED", Arg("seed")),
+                ),
+                (Determinism(False, False), Cudnn("deterministic", False)),
+            ),
+        ),
+    ),
+    # -- fairseq (the PyPI release is an sdist that does not build here)
+    Helper(
+        ("fairseq.utils.set_torch_seed",),
+        "facebookresearch/fairseq@032a404d389307a0e8f7dd2a0d501c78afa78f39 fairseq/utils.py (version.txt 0.13.0): "
+        "class set_torch_seed(seed): `assert isinstance(seed, int)`, saves the RNG state, torch.manual_seed, "
+        "xm.set_rng_state on XLA, torch.cuda.manual_seed where CUDA is available; __exit__ restores the saved "
+        "state, so `with set_torch_seed(s):` seeds only its block (called plainly, it stays seeded)",
+        (("seed", None),),
+        (Check("seed", "isinstance-int"), Seed(("torch", "torch-cuda"))),
+    ),
+    # -- ignite
+    Helper(
+        ("ignite.utils.manual_seed",),
+        "pytorch-ignite 0.5.5 wheel: ignite/utils.py (manual_seed(seed): random, torch, xm.set_rng_state on XLA, "
+        "numpy where installed; no flag)",
+        (("seed", None),),
+        (Seed(("random", "torch", "numpy")),),
+    ),
+    # -- PyG
+    Helper(
+        ("torch_geometric.seed_everything", "torch_geometric.seed.seed_everything"),
+        "torch-geometric 2.8.1 wheel: torch_geometric/seed.py (seed_everything(seed): random, numpy, torch, "
+        "torch.cuda.manual_seed_all; no flag)",
+        (("seed", None),),
+        (Seed(("random", "numpy", "torch", "torch-cuda")),),
+    ),
+    # -- Keras 3
+    Helper(
+        ("keras.utils.set_random_seed", "keras.src.utils.rng_utils.set_random_seed"),
+        "keras 3.15.1 wheel: keras/src/utils/rng_utils.py (set_random_seed(seed): ValueError unless an int; "
+        "random, numpy, tf.random where TensorFlow is installed, torch.manual_seed under the torch backend, "
+        "which a script linted for torch is taken to use; no flag)",
+        (("seed", None),),
+        (Check("seed", "isinstance-int"), Seed(("random", "numpy", "torch"))),
+    ),
+    # -- fastai
+    Helper(
+        _names(("fastai.torch_core", "fastai.basics", "fastai.vision.all", "fastai.text.all", "fastai.tabular.all"), "set_seed"),
+        "fastai 2.8.12 wheel: fastai/torch_core.py (set_seed(s, reproducible=False): torch, torch.cuda.manual_seed_all, "
+        "numpy, random, then `if reproducible: cudnn.deterministic = True; cudnn.benchmark = False`; never "
+        "use_deterministic_algorithms). A `from fastai.vision.all import *` hides it from lint",
+        (("s", None), ("reproducible", False)),
+        (Seed(("torch", "torch-cuda", "numpy", "random")), If("reproducible", _SEED_CUDNN_PAIR)),
+    ),
+)
+
+BY_NAME: dict[str, Helper] = {name: helper for helper in HELPERS for name in helper.names}
+"""Every catalogue name -> its entry."""
+
+MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {name: helper.model for name, helper in BY_NAME.items()}
+"""Every catalogue name -> the function of a call's literal arguments that returns its effects."""
+
+SETTINGS_CLASSES = _TRAINING_ARGUMENTS
+"""Settings objects the facts pass follows from where they are built to the call that gets them (`Built`)."""

@@ -64,6 +64,25 @@ class CallArgs(Frozen):
         return any(k == name for k, _ in self.kwargs) or (pos is not None and pos < len(self.args))
 
 
+class Built(Frozen):
+    """An argument that is a settings object built in the same scope with literal arguments.
+
+    `TrainingArguments(output_dir="out", full_determinism=True)`, passed inline or
+    through a name bound to it, reaches `Trainer(args=...)` as this value instead of
+    UNKNOWN, so the Trainer's model can read its settings and a fix can edit the
+    call that built it (at `loc`). Only the classes `frameworks.SETTINGS_CLASSES`
+    names are followed.
+    """
+
+    _fields = ("qualname", "args", "loc")
+    __slots__ = _fields
+
+    def __init__(self, qualname: str, args: CallArgs, loc: Loc):
+        self.qualname = qualname
+        self.args = args
+        self.loc = loc
+
+
 # -- what calls and statements do ------------------------------------------------
 #
 # A model (`apis`, `frameworks`) returns effects for one call; the facts pass records
@@ -171,6 +190,27 @@ class Import(Frozen):
 
     def __init__(self, modules: tuple[str, ...]):
         self.modules = modules
+
+
+class Loader(Frozen):
+    """A `torch.utils.data.DataLoader(...)` built here, and the project code it runs while iterating.
+
+    `dataset` is the qualified name of the dataset's class (its `__getitem__` and
+    `__iter__` run), `collate_fn` and `worker_init_fn` those of the functions passed;
+    each None when not passed or not known. `num_workers` is the literal passed
+    (0 when absent, UNKNOWN when computed or under **kwargs): with more than 0,
+    the dataset and collate_fn run in worker processes, and worker_init_fn runs
+    only there.
+    """
+
+    _fields = ("dataset", "collate_fn", "worker_init_fn", "num_workers")
+    __slots__ = _fields
+
+    def __init__(self, dataset: str | None, collate_fn: str | None, worker_init_fn: str | None, num_workers: Any):
+        self.dataset = dataset
+        self.collate_fn = collate_fn
+        self.worker_init_fn = worker_init_fn
+        self.num_workers = num_workers
 
 
 class Guard(Frozen):

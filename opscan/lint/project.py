@@ -16,7 +16,7 @@ from pathlib import Path
 
 from opscan._plain import Frozen, Plain
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
-from opscan.lint.model import Call, Guard, Import, Loc
+from opscan.lint.model import UNKNOWN, Call, Guard, Import, Loader, Loc
 from opscan.lint.modelled import MODELS
 
 TYPE_CHECKING = False
@@ -44,10 +44,12 @@ class Frame(Frozen):
 class TraceEvent(Plain):
     """`what` (a Call or an Effect) happened at `loc` in `path`, reached through the call sites `via`."""
 
-    _fields = ("what", "path", "loc", "via", "api")
+    _fields = ("what", "path", "loc", "via", "api", "worker")
     __slots__ = _fields
 
-    def __init__(self, what: Call | Effect, path: str, loc: Loc, via: tuple[Frame, ...] = (), api: str | None = None):
+    def __init__(
+        self, what: Call | Effect, path: str, loc: Loc, via: tuple[Frame, ...] = (), api: str | None = None, worker: bool = False
+    ):
         self.what = what
         self.path = path  # the file that holds `loc`
         self.loc = loc
@@ -55,6 +57,8 @@ class TraceEvent(Plain):
         # The API that produced it: "torch.manual_seed", "lightning.Trainer"; a call's callee;
         # None for a statement (an assignment).
         self.api = api
+        # Run by a DataLoader in its worker processes (num_workers > 0), which torch reseeds.
+        self.worker = worker
 
     def _anchor_frame(self) -> tuple[str, Loc, str | None]:
         # The deepest point still in the entry file: the event itself, or the
@@ -90,7 +94,7 @@ class Module(Plain):
 
 
 class EntryTrace(Plain):
-    _fields = ("entry", "events", "reachable_calls", "truncated")
+    _fields = ("entry", "events", "reachable_calls", "truncated", "uncalled")
     __slots__ = _fields
 
     def __init__(self, entry: Module):
@@ -100,6 +104,9 @@ class EntryTrace(Plain):
         # functions, methods of classes it instantiates, class bodies.
         self.reachable_calls: list[TraceEvent] = []
         self.truncated = False
+        # () -> the events of the entry module's functions and methods that its run never calls
+        # (other code may: they are entry points too), each walked once; computed when asked.
+        self.uncalled: Callable[[], list[TraceEvent]] = list
 
 
 class Project:
@@ -273,6 +280,7 @@ class Project:
         result = EntryTrace(entry)
         walker = _Walker(self, search, result)
         walker.walk(entry, entry.facts.body, ())
+        result.uncalled = _memo(lambda ran=frozenset(walker.walked): self._uncalled(entry, search, ran))
         # Unordered but reachable: every function of the entry module and of instantiated classes.
         done = set(walker.walked)
         pending = [(entry, f) for f in entry.facts.functions.values()]
@@ -288,6 +296,29 @@ class Project:
         return result
 
 
+    def _uncalled(self, entry: Module, search: list[Path], ran: frozenset) -> list[TraceEvent]:
+        """The effects of the entry module's functions and methods that its run never called."""
+        out = EntryTrace(entry)
+        walker = _Walker(self, search, out, once=True)
+        walker.walked |= ran
+        for func in entry.facts.functions.values():
+            if func.qualname != "<class bodies>" and (entry.path, func.qualname) not in walker.walked:
+                walker.enter(entry, Frame(entry.path, func.loc, func.qualname), entry, func, ())
+        return out.events
+
+
+def _memo(compute):
+    """`compute()` once, on the first call."""
+    done: list = []
+
+    def get():
+        if not done:
+            done.append(compute())
+        return done[0]
+
+    return get
+
+
 def _load_key(path: Path, name: str) -> tuple[str, str]:
     """A module file's resolved path, and the package its relative imports start from."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -295,10 +326,12 @@ def _load_key(path: Path, name: str) -> tuple[str, str]:
 
 
 class _Walker:
-    def __init__(self, project: Project, search: list[Path], result: EntryTrace):
+    def __init__(self, project: Project, search: list[Path], result: EntryTrace, once: bool = False):
         self.project = project
         self.search = search
         self.result = result
+        self.once = once  # walk each function at most once (order does not matter: uncalled code)
+        self.in_workers = 0  # depth inside code a DataLoader runs in its worker processes
         self.stack: set[tuple[str, str]] = set()
         self.walked: set[tuple[str, str]] = set()
         self.classes: dict[tuple[str, str], tuple[Module, ClassFacts]] = {}
@@ -308,6 +341,8 @@ class _Walker:
         if len(self.result.events) >= MAX_EVENTS:
             self.result.truncated = True
             return
+        if self.in_workers:
+            event.worker = True
         self.result.events.append(event)
 
     def walk(self, mod: Module, events, via: tuple[Frame, ...], imported: bool = False) -> None:
@@ -324,6 +359,9 @@ class _Walker:
                 continue
             if cls is Import:
                 self.load(mod, ev, via)
+                continue
+            if cls is Loader:
+                self.loader(mod, ev, via)
                 continue
             if cls is not Call:
                 self.emit(TraceEvent(what, mod.path, ev.loc, via))
@@ -346,6 +384,30 @@ class _Walker:
                 continue
             self.loaded.add(target.path)
             self.walk(target, target.facts.body, via + (Frame(mod.path, ev.loc, target.name),), imported=True)
+
+    def loader(self, mod: Module, ev, via: tuple[Frame, ...]) -> None:
+        """A DataLoader iterates: its dataset's `__getitem__`/`__iter__` and its collate_fn run in the
+        main process with `num_workers` 0 or absent, in reseeded workers with a literal > 0;
+        worker_init_fn runs only in workers (after torch reseeds them)."""
+        what = ev.what
+        workers = what.num_workers
+        in_workers = workers is not UNKNOWN and isinstance(workers, int) and workers > 0
+        runs = []
+        if what.dataset:
+            target = self.project.resolve(what.dataset, mod, self.search)
+            if target and target[0] == "class":
+                for name in ("__getitem__", "__iter__"):
+                    method = self.project.find_method(target[1], target[2], name, self.search)
+                    if method and method[0] == "function":
+                        runs.append((method, in_workers))
+        for qualname, worker in ((what.collate_fn, in_workers), (what.worker_init_fn, True)):
+            target = self.project.resolve(qualname, mod, self.search) if qualname else None
+            if target and target[0] == "function":
+                runs.append((target, worker))
+        for (_, target_mod, func), worker in runs:
+            self.in_workers += worker
+            self.enter(mod, ev, target_mod, func, via)
+            self.in_workers -= worker
 
     def call(self, mod: Module, ev, qualname, target, via) -> None:
         if target is None:
@@ -371,7 +433,7 @@ class _Walker:
 
     def enter(self, mod: Module, ev, target_mod: Module, func: FunctionFacts, via) -> None:
         key = (target_mod.path, func.qualname)
-        if key in self.stack or len(via) >= MAX_DEPTH:
+        if key in self.stack or len(via) >= MAX_DEPTH or (self.once and key in self.walked):
             return
         display = f"{target_mod.name}.{func.qualname}" if target_mod.name else func.qualname
         self.stack.add(key)

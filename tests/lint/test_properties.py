@@ -58,9 +58,26 @@ def oracle(seq: list[int], first_line: int) -> set[tuple[int, str]]:
     cuda = [ln for ln, (kind, _, _) in atoms if kind == "cuda"]
     if cuda and envs and envs[0][0] > cuda[0]:
         out.add((envs[0][0], "DET004"))
+    def undone(i: int, undoes) -> bool:
+        """Last write wins: a later atom for which `undoes` holds, before any CUDA work after atom i."""
+        for _, later in atoms[i + 1 :]:
+            if later[0] == "cuda":
+                return False
+            if undoes(later):
+                return True
+        return False
+
     if seeds or enables:
-        out |= {(ln, "DET005") for ln, (kind, _, _) in atoms if kind == "benchmark"}
-    out |= {(ln, "DET006") for ln, a in enables if a["warn"]}
+        out |= {
+            (ln, "DET005")
+            for i, (ln, (kind, _, _)) in enumerate(atoms)
+            if kind == "benchmark" and not undone(i, lambda atom: atom[0] == "benchmark_off")
+        }
+    out |= {
+        (ln, "DET006")
+        for i, (ln, (kind, _, a)) in enumerate(atoms)
+        if kind == "enable" and a["warn"] and not undone(i, lambda atom: atom[0] == "disable" or (atom[0] == "enable" and not atom[2]["warn"]))
+    }
     if seeds:
         out |= {(ln, "DET009") for ln, (kind, _, a) in atoms if kind == "rng" and a["lib"] not in seeded}
     return out

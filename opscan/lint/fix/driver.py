@@ -158,7 +158,7 @@ def apply(
             if state.last_attempt == (signature, state.current):
                 continue  # same findings on the same text: nothing new to do
             try:
-                new_text, applied = fix_source(state.current, findings)
+                new_text, applied = fix_source(state.current, findings, first_party=_project_modules(state.path))
                 new_bytes = _encode(new_text, state.encoding)
             except CannotFix as exc:
                 outcome.notices.append(f"warning: not fixed: {state.display}: {exc}")
@@ -254,7 +254,24 @@ def _lines(text: str) -> list[str]:
 # ---------------------------------------------------------------- fixing one source
 
 
-def fix_source(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
+def _project_modules(path: str) -> Callable[[str], bool]:
+    """Whether a top-level module name is a file or package beside `path` (or under its `src/`): the
+    project's own, for isort's sections, as ruff's default `src = [".", "src"]` finds them."""
+    folder = os.path.dirname(os.path.abspath(path))
+    found: dict[str, bool] = {}
+
+    def first_party(name: str) -> bool:
+        if name not in found:
+            found[name] = any(
+                os.path.isfile(os.path.join(base, name + ".py")) or os.path.isdir(os.path.join(base, name))
+                for base in (folder, os.path.join(folder, "src"))
+            )
+        return found[name]
+
+    return first_party
+
+
+def fix_source(text: str, findings: list[Finding], first_party: Callable[[str], bool] | None = None) -> tuple[str, list[Finding]]:
     """Apply the fixes of `findings` (all in this source) and return the new text and the findings fixed.
 
     Fixes whose target cannot be found, or that conflict with one already
@@ -269,17 +286,17 @@ def fix_source(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
     depth = _ast_depth(tree)
     if depth > MAX_DEPTH:
         raise CannotFix(f"nested {depth} levels deep, too deep to rewrite safely (the limit is {MAX_DEPTH})")
-    return _in_deep_stack(_fix_tree, text, tree, findings)
+    return _in_deep_stack(_fix_tree, text, tree, findings, first_party)
 
 
-def _fix_tree(text: str, tree: ast.Module, findings: list[Finding]) -> tuple[str, list[Finding]]:
+def _fix_tree(text: str, tree: ast.Module, findings: list[Finding], first_party=None) -> tuple[str, list[Finding]]:
     try:
         module = cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError, ValueError) as exc:
         raise CannotFix(f"libcst cannot parse it ({type(exc).__name__})") from None
     if module.code != text:
         raise CannotFix("libcst does not reproduce it byte for byte (unusual line endings?)")
-    planner = Planner(module, text, tree)
+    planner = Planner(module, text, tree, first_party)
     applied = []
     seen = set()
     for f in sorted(findings, key=lambda f: (f.fix.edit.order, f.line, f.col, f.code)):

@@ -74,8 +74,11 @@ class Edits:
 class Planner:
     """One file's tree, the questions edits ask of it, and the edits planned so far."""
 
-    def __init__(self, module: cst.Module, text: str, tree: ast.Module):
+    def __init__(self, module: cst.Module, text: str, tree: ast.Module, first_party: Callable[[str], bool] | None = None):
         self.module = module
+        # Whether a top-level module name is the project's own (a file or package beside the one
+        # fixed), as ruff's isort decides it: an added `import torch` goes before those imports.
+        self.first_party = first_party or (lambda name: False)
         self.lines = NEWLINE.split(text)  # as Python numbers lines
         self.quote = _first_quote(text)
         self.body = list(module.body)
@@ -96,6 +99,7 @@ class Planner:
         self.top_at = self._top_index()  # where DET002's statement goes (P)
         self.imports_end = self.top_at  # where an added `import torch` goes (Q); set when one is needed
         self.environ: str | None = None  # the expression for os.environ at the top, once ensured
+        self.shared: dict = {}  # edits several findings share, by a key of the edit's choosing: planned once
         self._torch_import_added = False
         self._os_added = False
 
@@ -147,6 +151,10 @@ class Planner:
         """ast columns count UTF-8 bytes; libcst's count characters."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+
+    def at(self, line: int, col: int) -> Position:
+        """A 1-based line and column as lint reports them (UTF-8 bytes), in libcst positions."""
+        return (line, self._char_col(line, col - 1))
 
     def span(self, f: Finding) -> tuple[Position, Position]:
         """Where a finding points, in libcst positions."""
@@ -234,7 +242,7 @@ class Planner:
             self._move_import(chosen)
         elif name in (None, "os"):
             if not self._os_added:
-                self.edits.top.append(statement("import os"))
+                self._add_import("import os", "os", self.header_end, self.top_at, top=True)
                 self._os_added = True
             chosen = Binding(-1, "os", "os", None, None, None)
         if chosen is None:
@@ -283,7 +291,46 @@ class Planner:
         if later:
             self._move_torch_import(later[0])
         else:
-            self.edits.top_imports.append(statement("import torch"))
+            self._add_import("import torch", "torch", self.top_at, self.imports_end, top=False)
+
+    def _add_import(self, code: str, module: str, first: int, end: int, top: bool) -> None:
+        """Add `import <module>` where isort would put it among the module-level import lines in
+        body[first:end]: in its section (standard library; third party; the project's own), after
+        the plain `import x` lines that sort before it. Without such lines, into the top group
+        (`top`) or after the leading imports, as before."""
+        new = statement(code)
+        lines = [i for i in range(first, end) if _is_import_line(self.body[i])]
+        stdlib = module in _STDLIB
+
+        def section(i: int) -> int:
+            root = _imported_modules(self.body[i].body[0])[0].split(".")[0]
+            return 0 if root in _STDLIB else 2 if root == "." or self.first_party(root) else 1
+
+        mine = 0 if stdlib else 1
+        same = [i for i in lines if section(i) == mine]
+        plain_before = [i for i in same if _plain_import_key(self.body[i]) is not None and _plain_import_key(self.body[i]) < module]
+        if plain_before:
+            self.edits.insert_after.setdefault(self.body[plain_before[-1]], []).append(new)
+            return
+        after = [i for i in lines if section(i) >= mine]
+        if after and self._take_leading_lines(self.body[after[0]], new, blank_after=section(after[0]) != mine):
+            return
+        if lines and not top:
+            last = self.body[lines[-1]]
+            blank = section(lines[-1]) != mine  # a new section after the last import
+            self.edits.insert_after.setdefault(last, []).append(new.with_changes(leading_lines=[cst.EmptyLine()] if blank else []))
+            return
+        (self.edits.top if top else self.edits.top_imports).append(new)
+
+    def _take_leading_lines(self, line, new, blank_after: bool) -> bool:
+        """Insert `new` before `line`, giving it `line`'s leading blank lines and comments; `line` then
+        starts a new section (one blank line) where `blank_after`. False where another fix edits `line`."""
+        if line in self.edits.replace or line in self.claimed:
+            return False
+        self.claim(line)
+        self.edits.insert_before.setdefault(line, []).append(new.with_changes(leading_lines=line.leading_lines))
+        self.edits.replace[line] = lambda updated: updated.with_changes(leading_lines=[cst.EmptyLine()] if blank_after else [])
+        return True
 
     def _move_torch_import(self, b: Binding) -> None:
         self.ensure(self.body[b.index])
@@ -358,6 +405,17 @@ def _imported_modules(small) -> list[str]:
     if isinstance(small, cst.ImportFrom):
         return ["." if small.relative else module_name(small.module)]
     return []
+
+
+def _is_import_line(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _plain_import_key(stmt) -> str | None:
+    """The lower-cased module of a line `import x` (one name), as isort sorts them; None for other lines."""
+    if len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Import) and len(stmt.body[0].names) == 1:
+        return module_name(stmt.body[0].names[0].name).lower()
+    return None
 
 
 def _is_stdlib_import(stmt) -> bool:

@@ -72,7 +72,7 @@ class Rewriter(cst.CSTTransformer):
         top = [self._materialise(item) for item in edits.top]
         imports = [self._materialise(item) for item in edits.top_imports]
         body, footer = self._rebuild(original_node.body, updated_node.body, top, imports)
-        return updated_node.with_changes(body=body, footer=[*footer, *updated_node.footer])
+        return updated_node.with_changes(body=_blank_after_imports(body, top), footer=[*footer, *updated_node.footer])
 
     def _materialise(self, item):
         if not isinstance(item, Moved):
@@ -142,3 +142,17 @@ class Rewriter(cst.CSTTransformer):
         if is_import_block(original[i]):
             u = u.with_changes(leading_lines=leading[len(blank) :])
         return u, group
+
+
+def _blank_after_imports(body: list, group: list) -> list:
+    """A statement of the top group that follows an import line gets a blank line before it, as
+    isort (ruff's I001) wants after an import block: `import os`, blank, `os.environ...`."""
+    ids = {id(stmt) for stmt in group}
+    out = list(body)
+    for i in range(1, len(out)):
+        stmt = out[i]
+        if id(stmt) not in ids or is_import_block(stmt) or not is_import_block(out[i - 1]):
+            continue
+        if not stmt.leading_lines or stmt.leading_lines[0].comment is not None:
+            out[i] = stmt.with_changes(leading_lines=[cst.EmptyLine(), *stmt.leading_lines])
+    return out

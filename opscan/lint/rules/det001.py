@@ -12,6 +12,11 @@ It points at the first seeding call that executes; when seeding happens inside
 a project helper, at the script's call of that helper. An explicit
 `torch.use_deterministic_algorithms(False)` is a deliberate choice and is not flagged.
 
+Functions and methods that the module defines but its own run never calls may
+be entry points for other code (a `PtlTrainer.setup` that builds
+`Trainer(deterministic=True)`, called by a launcher): when such code would turn
+determinism on, the rule stays silent, as it does for code behind a condition.
+
 ## Why is this bad?
 A seed fixes initialisation and data order, but GPU kernels that accumulate
 with atomics, and cuDNN's algorithm choice, still differ between runs: two
@@ -38,8 +43,14 @@ model = build_model().cuda()
 ```
 
 ## Fix
-Inserts `torch.use_deterministic_algorithms(True)` after the last seeding
-statement of the block (after the helper call when a project helper seeds). Safe.
+In the framework's own idiom where the script calls a helper that has one:
+passes `deterministic=True` to Lightning's `Trainer(...)` (which also sets
+CUBLAS_WORKSPACE_CONFIG and turns cuDNN benchmarking off),
+`full_determinism=True` to the `TrainingArguments(...)` a transformers
+`Trainer` gets, or `deterministic=True` to accelerate's `set_seed(...)`.
+Otherwise inserts `torch.use_deterministic_algorithms(True)` after the last
+seeding statement of the block (after the helper call when a project helper
+seeds). Safe.
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import Context, how
 from opscan.lint.edit import Edit
+from opscan.lint.idiom import route
 from opscan.lint.model import Cudnn
 
 TYPE_CHECKING = False
@@ -60,20 +72,21 @@ RULE = parse_doc(__doc__)
 def check(ctx: Context) -> None:
     if not ctx.seeds or ctx.enables or ctx.disables:
         return
+    if ctx.uncalled_enables:
+        return  # a function or method the module defines, for other code to call, turns it on
     first = ctx.seeds[0]
     path, loc = first.anchor
     note = ""
     if any(e.what.flag == "deterministic" and e.what.value is True for e in ctx.of(Cudnn)):
         note = " (`cudnn.deterministic = True` covers convolutions only)"
-    seed_lines = tuple(sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path}))
-    ctx.report(
-        RULE,
-        path,
-        loc,
-        f"Seeds {how(first)} but never enables determinism{note}; "
-        "call `torch.use_deterministic_algorithms(True)` after seeding",
-        Fix("Insert `torch.use_deterministic_algorithms(True)` after seeding", "safe", EnableDeterminism(seed_lines)),
-    )
+    idiom = route(ctx, path, "determinism")
+    if idiom is not None:  # the framework's own switch: Trainer(deterministic=True), ...
+        advice, fix = idiom.advice, Fix(idiom.fix_description(), "safe", idiom.edit())
+    else:
+        seed_lines = tuple(sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path}))
+        advice = "call `torch.use_deterministic_algorithms(True)` after seeding"
+        fix = Fix("Insert `torch.use_deterministic_algorithms(True)` after seeding", "safe", EnableDeterminism(seed_lines))
+    ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{note}; {advice}", fix)
 
 
 # -- the fix ------------------------------------------------------------------------

@@ -11,6 +11,9 @@ A script that reads the variable is taken to handle it itself.
 It points at the `use_deterministic_algorithms` call (or the helper call that
 enables it); otherwise at the first seeding call. Code behind a condition
 (`if args.deterministic: ...`) counts as enabling, so it still needs the variable.
+Functions and methods the module defines but never calls itself may be entry
+points for other code: when such code would enable determinism (or set the
+variable), the rule stays silent here; the script that calls it is checked.
 
 ## Why is this bad?
 cuBLAS picks its workspace per stream unless this variable is `:4096:8` or
@@ -37,9 +40,15 @@ torch.use_deterministic_algorithms(True)
 ```
 
 ## Fix
-Inserts `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` near the
+Where the script builds Lightning's `Trainer(...)` (or the `TrainingArguments`
+of a transformers `Trainer`) before any CUDA work, passes it
+`deterministic=True` (`full_determinism=True`), which sets the variable, as
+DET001's fix does. Otherwise inserts
+`os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` near the
 top of the module, after the docstring and `from __future__` imports and before
-the first torch import, adding `import os` if needed. Safe.
+the first torch import, adding `import os` if needed (in sorted place among the
+standard-library imports above it, with a blank line after the imports, so
+ruff's E402 and isort rules stay satisfied). Safe.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import CUBLAS, Context, how
 from opscan.lint.edit import Edit
+from opscan.lint.idiom import route
 from opscan.lint.model import CUBLAS_VALUE
 
 TYPE_CHECKING = False
@@ -68,14 +78,16 @@ def check(ctx: Context) -> None:
         what = f"Seeds {how(cause)}"
     else:
         return
+    if ctx.uncalled_enables or ctx.uncalled_handles_cublas:
+        return  # code the module defines for other code to call turns determinism on: the caller's to set up
     path, loc = cause.anchor
-    ctx.report(
-        RULE,
-        path,
-        loc,
-        f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; set it to \":4096:8\" before torch starts cuBLAS",
-        Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", InsertCublasEnv()),
-    )
+    idiom = route(ctx, path, "cublas")
+    if idiom is not None:  # the framework's own switch sets it: Trainer(deterministic=True), ...
+        advice, fix = f"{idiom.advice}, which sets it", Fix(idiom.fix_description(), "safe", idiom.edit())
+    else:
+        advice = 'set it to ":4096:8" before torch starts cuBLAS'
+        fix = Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", InsertCublasEnv())
+    ctx.report(RULE, path, loc, f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; {advice}", fix)
 
 
 # -- the fix ------------------------------------------------------------------------

@@ -2,7 +2,14 @@
 
 ## What it does
 Flags `torch.backends.cudnn.benchmark = True` and Lightning's
-`Trainer(benchmark=True)` in a script that seeds or enables deterministic algorithms.
+`Trainer(benchmark=True)` in a script that seeds or enables deterministic algorithms,
+when benchmarking is still on once work runs on the GPU. Last write wins: a
+later `cudnn.benchmark = False`, or a helper that turns it off (MONAI's
+`set_determinism`, `Trainer(deterministic=True)`, transformers'
+`enable_full_determinism`, ...), clears it when it runs before the first CUDA
+work after the `True` (`.cuda()`, `.to("cuda")`, a tensor created on the GPU), in
+execution order through project helpers. A reset after that work comes too late:
+the finding stays.
 
 ## Why is this bad?
 With benchmarking on, cuDNN times several convolution algorithms on the first
@@ -24,8 +31,10 @@ torch.backends.cudnn.benchmark = False
 ```
 
 ## Fix
-Sets benchmark to False. Safe when the script enables determinism (that is its
-stated intent); unsafe otherwise, because it can slow training.
+Sets benchmark to False, and drops the comment at the end of that line, which
+was about the `True` (a `# noqa`, `# type:` or other tool pragma stays). Safe
+when the script enables determinism (that is its stated intent); unsafe
+otherwise, because it can slow training.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ from opscan.findings import Finding, Fix
 from opscan.lint.context import Context
 from opscan.lint.edit import Edit
 from opscan.lint.model import Cudnn
+from opscan.lint.modelled import helper
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,10 +60,15 @@ def check(ctx: Context) -> None:
     for event in ctx.of(Cudnn):
         if event.what.flag != "benchmark" or event.what.value is not True:
             continue
+        if ctx.overridden(event, _turns_benchmark_off) is not None:
+            continue  # turned off again before any CUDA work ran with it
+        entry = helper(event.api)
         if event.api is None:  # an assignment
-            what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, BenchmarkFalse(keyword=False))
-        elif event.api.endswith(".Trainer"):  # Lightning's Trainer(benchmark=True)
-            what, fix = f"`{event.api}(benchmark=True)`", Fix("Pass benchmark=False", applicability, BenchmarkFalse(keyword=True))
+            what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, BenchmarkFalse(keyword=None))
+        elif entry is not None and entry.benchmark:  # Lightning's Trainer(benchmark=True)
+            keyword = entry.benchmark
+            what = f"`{event.api}({keyword}=True)`"
+            fix = Fix(f"Pass {keyword}=False", applicability, BenchmarkFalse(keyword=keyword))
         else:  # a helper that turns it on by itself
             what, fix = f"`{event.api}` sets `cudnn.benchmark = True`, which", None
         ctx.report(
@@ -65,18 +80,23 @@ def check(ctx: Context) -> None:
         )
 
 
+def _turns_benchmark_off(what) -> bool:
+    return what.__class__ is Cudnn and what.flag == "benchmark" and what.value is False
+
+
 # -- the fix ------------------------------------------------------------------------
 
 
 class BenchmarkFalse(Edit):
-    """Turn `cudnn.benchmark = True` (or, with `keyword`, a call's `benchmark=True`) into False."""
+    """Turn `cudnn.benchmark = True` (or a call's `keyword=True`) into False, and drop the
+    comment that ends its line: it was about the `True`."""
 
     _fields = ("keyword",)
     __slots__ = _fields
     order = 1  # in place
 
-    def __init__(self, keyword: bool):
-        self.keyword = keyword
+    def __init__(self, keyword: str | None):
+        self.keyword = keyword  # the call's keyword that sets benchmark; None for an assignment
 
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
@@ -86,10 +106,10 @@ class BenchmarkFalse(Edit):
         start, end = planner.span(finding)
         if self.keyword:
             call = planner.innermost(cst.Call, start, end)
-            value = None
+            value = holder = None
             for arg in call.args if call is not None else ():
-                if arg.keyword is not None and arg.keyword.value == "benchmark" and is_name(arg.value, "True"):
-                    value = arg.value
+                if arg.keyword is not None and arg.keyword.value == self.keyword and is_name(arg.value, "True"):
+                    value, holder = arg.value, arg
         else:
             stmt = planner.innermost((cst.Assign, cst.AnnAssign), start, end)
             value = stmt.value if stmt is not None and is_name(stmt.value, "True") else None
@@ -97,8 +117,57 @@ class BenchmarkFalse(Edit):
                 value = None
             if isinstance(stmt, cst.AnnAssign) and attr_name(stmt.target) != "benchmark":
                 value = None
+            holder = planner.parent.get(stmt)
         if value is None:
             return False
         planner.claim(value)
         planner.edits.replace[value] = lambda updated: updated.with_changes(value="False")
+        _drop_stale_comment(planner, holder)
         return True
+
+
+# Comments that are instructions to a tool, not a reason for the `True`: they stay.
+_PRAGMAS = ("noqa", "type:", "pragma", "pylint:", "fmt:", "opscan:", "isort:", "nosec", "ruff:")
+
+
+def _drop_stale_comment(planner: Planner, node) -> None:
+    """Drop the comment that ends the line of `node` (a statement line with one statement, or a
+    keyword argument), unless it is a tool's pragma. `x = True  # speed!` justified the `True`."""
+    import libcst as cst
+
+    def without_comment(ws):
+        if isinstance(ws, cst.TrailingWhitespace) and ws.comment is not None and not _is_pragma(ws.comment.value):
+            return ws.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+        return None
+
+    if node is None or node in planner.edits.replace:
+        return
+    if isinstance(node, cst.SimpleStatementLine):
+        if len(node.body) == 1 and without_comment(node.trailing_whitespace) is not None:
+            planner.edits.replace[node] = lambda updated: updated.with_changes(
+                trailing_whitespace=without_comment(updated.trailing_whitespace) or updated.trailing_whitespace
+            )
+    elif isinstance(node, cst.Arg):
+        # `benchmark=True,  # faster` keeps its comment after the comma; a last argument, before `)`.
+        comma = node.comma
+        if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+            if without_comment(comma.whitespace_after.first_line) is not None:
+                planner.edits.replace[node] = lambda updated: updated.with_changes(
+                    comma=updated.comma.with_changes(
+                        whitespace_after=updated.comma.whitespace_after.with_changes(
+                            first_line=without_comment(updated.comma.whitespace_after.first_line)
+                        )
+                    )
+                )
+        elif isinstance(node.whitespace_after_arg, cst.ParenthesizedWhitespace):
+            if without_comment(node.whitespace_after_arg.first_line) is not None:
+                planner.edits.replace[node] = lambda updated: updated.with_changes(
+                    whitespace_after_arg=updated.whitespace_after_arg.with_changes(
+                        first_line=without_comment(updated.whitespace_after_arg.first_line)
+                    )
+                )
+
+
+def _is_pragma(comment: str) -> bool:
+    text = comment.lstrip("#").strip().lower()
+    return text.startswith(_PRAGMAS)

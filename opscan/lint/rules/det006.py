@@ -6,6 +6,10 @@ Flags `torch.use_deterministic_algorithms(True, warn_only=True)`,
 `Trainer(deterministic="warn")`, and helpers called with the equivalent
 (`enable_full_determinism(seed, warn_only=True)`, torchtune's `set_seed(debug_mode="warn")`).
 
+Last write wins: a later call that enables determinism strictly, or turns it
+off, clears the finding when it runs before the first CUDA work after the
+warn-only call, in execution order.
+
 ## Why is this bad?
 With `warn_only`, an op that has no deterministic implementation only warns
 and runs its nondeterministic kernel, and the warning does not say where it came
@@ -24,7 +28,10 @@ torch.use_deterministic_algorithms(True)
 Run `opscan scan` first to list every op that would then raise.
 
 ## Fix
-Drops `warn_only=True` (or turns `"warn"` into strict). Unsafe: ops without a
+Drops `warn_only=True` (or turns `"warn"` into strict), where the call's own
+arguments choose warn-only mode; a helper that always enables it warn-only
+(ultralytics' `init_seeds(deterministic=True)`) has no fix: call
+`torch.use_deterministic_algorithms(True)` after it. Unsafe: ops without a
 deterministic implementation will then raise.
 """
 
@@ -35,10 +42,12 @@ from opscan.findings import Finding, Fix
 from opscan.lint.context import Context, api_name
 from opscan.lint.edit import Edit
 from opscan.lint.model import Determinism
+from opscan.lint.modelled import strict_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opscan.lint.fix.planner import Planner
+    from opscan.lint.frameworks import Strict
 
 RULE = parse_doc(__doc__)
 
@@ -47,13 +56,25 @@ def check(ctx: Context) -> None:
     for event in ctx.of(Determinism):
         if event.what.mode is False or event.what.warn_only is not True:
             continue
+        if ctx.overridden(event, _strict_or_off) is not None:
+            continue  # made strict (or turned off) again before any CUDA work ran in warn-only mode
+        strict = strict_for(event.api)
+        if strict is not None:
+            advice, fix = "enable it strictly", Fix("Enable determinism strictly (drop warn_only)", "unsafe", DropWarnOnly(strict))
+        else:  # the helper itself chooses warn-only mode
+            advice, fix = "call `torch.use_deterministic_algorithms(True)` after it to enable it strictly", None
         ctx.report(
             RULE,
             event.path,
             event.loc,
-            f"{api_name(event)} enables determinism in warn-only mode, so nondeterministic ops only warn; enable it strictly",
-            Fix("Enable determinism strictly (drop warn_only)", "unsafe", DropWarnOnly(event.api)),
+            f"{api_name(event)} enables determinism in warn-only mode, so nondeterministic ops only warn; {advice}",
+            fix,
         )
+
+
+def _strict_or_off(what) -> bool:
+    """A later flag write that leaves warn-only mode: strict determinism, or determinism off."""
+    return what.__class__ is Determinism and (what.mode is False or (what.mode is True and what.warn_only is False))
 
 
 # -- the fix ------------------------------------------------------------------------
@@ -61,15 +82,16 @@ def check(ctx: Context) -> None:
 
 
 class DropWarnOnly(Edit):
-    """Make a call that enables determinism in warn-only mode strict: drop `warn_only=True`, or
-    turn "warn" (debug mode 1) into "error" (2), or Lightning's `deterministic="warn"` into True."""
+    """Make a call that enables determinism in warn-only mode strict, along the route the catalogue
+    gives its API (`frameworks.Strict`): drop `warn_only=True`, turn "warn" (debug mode 1) into
+    "error" (2), or Lightning's `deterministic="warn"` into True."""
 
-    _fields = ("api",)
+    _fields = ("strict",)
     __slots__ = _fields
     order = 2  # in place
 
-    def __init__(self, api: str | None):
-        self.api = api  # the API called, which says where its arguments are
+    def __init__(self, strict: Strict):
+        self.strict = strict  # which argument says warn-only, and how to make it strict
 
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
@@ -80,42 +102,31 @@ class DropWarnOnly(Edit):
         call = planner.innermost(cst.Call, start, end)
         if call is None:
             return False
-        api = self.api or ""
+        strict = self.strict
         positional = [a for a in call.args if a.keyword is None and not a.star]
-        keyword = {a.keyword.value: a for a in call.args if a.keyword is not None}
-        drop = None
-        if "warn_only" in keyword and is_name(keyword["warn_only"].value, "True"):
-            drop = keyword["warn_only"]
-        elif (
-            api.endswith(("use_deterministic_algorithms", "enable_full_determinism"))
-            and len(positional) > 1
-            and is_name(positional[1].value, "True")
-        ):
-            drop = positional[1]
-        if drop is not None:
-            index = list(call.args).index(drop)
+        arg = next((a for a in call.args if a.keyword is not None and a.keyword.value == strict.param), None)
+        if arg is None and strict.pos is not None and len(positional) > strict.pos:
+            arg = positional[strict.pos]
+        if arg is None:
+            return False
+        if strict.how == "drop":
+            if not is_name(arg.value, "True"):
+                return False
+            index = list(call.args).index(arg)
             if _drops_comment(call, index):
                 return False  # would lose a comment; leave it to the user
             planner.claim(call)
             planner.edits.replace[call] = lambda updated, index=index: _without_arg(updated, index)
             return True
-        target = None
-        if "deterministic" in keyword and string_value(keyword["deterministic"].value) == "warn":
-            value = keyword["deterministic"].value
-            planner.claim(value)
-            planner.edits.replace[value] = lambda updated: cst.Name("True")
-            return True
-        if "debug_mode" in keyword:
-            target = keyword["debug_mode"].value
-        elif api.endswith("set_deterministic_debug_mode") and positional:
-            target = positional[0].value
-        elif "torchtune" in api and api.endswith("set_seed") and len(positional) > 1:
-            target = positional[1].value
-        if target is not None and string_value(target) == "warn":
+        target = arg.value
+        if string_value(target) == "warn":
             planner.claim(target)
-            planner.edits.replace[target] = lambda updated, t=target: same_quotes(t, "error")
+            if strict.how == "true":
+                planner.edits.replace[target] = lambda updated: cst.Name("True")
+            else:
+                planner.edits.replace[target] = lambda updated, t=target: same_quotes(t, "error")
             return True
-        if isinstance(target, cst.Integer) and target.value == "1":
+        if strict.how == "error" and isinstance(target, cst.Integer) and target.value == "1":
             planner.claim(target)
             planner.edits.replace[target] = lambda updated: updated.with_changes(value="2")
             return True

@@ -8,6 +8,14 @@ seeded, and of the global `np.random` functions (`np.random.rand`,
 seed every library (Lightning's `seed_everything`, transformers' `set_seed`)
 count as seeding both.
 
+The code a `DataLoader` built in running code runs counts: its dataset's
+`__getitem__` / `__iter__` and its `collate_fn`. With a literal `num_workers`
+above 0 they run in worker processes, which torch reseeds `random`, NumPy and
+torch in from its own base seed (`torch/utils/data/_utils/worker.py`), so draws
+there are not flagged; with `num_workers=0`, no `num_workers`, or a computed one,
+they may run in the main process and are. `worker_init_fn` only ever runs in
+workers, after that reseeding.
+
 ## Why is this bad?
 Seeding torch does not seed Python's or NumPy's global generators. Data
 augmentation or sampling that uses them differs on every run.
@@ -46,7 +54,7 @@ def check(ctx: Context) -> None:
     seen = set()
     for event in ctx.trace.events:
         qualname = event.what.qualname if event.what.__class__ is Call else None
-        if not qualname:
+        if not qualname or event.worker:  # a DataLoader worker: reseeded by torch
             continue
         lib = global_rng_library(qualname)
         if lib is None or lib in ctx.seeded_libs or (event.path, event.loc) in seen:
