@@ -90,7 +90,7 @@ class Module(Plain):
 
 
 class EntryTrace(Plain):
-    _fields = ("entry", "events", "reachable_calls", "truncated")
+    _fields = ("entry", "events", "reachable_calls", "truncated", "libraries")
     __slots__ = _fields
 
     def __init__(self, entry: Module):
@@ -100,6 +100,9 @@ class EntryTrace(Plain):
         # functions, methods of classes it instantiates, class bodies.
         self.reachable_calls: list[TraceEvent] = []
         self.truncated = False
+        # The top-level package of each import that runs and finds no project file ("torch",
+        # "numpy", a project package the roots miss), with where it was first imported.
+        self.libraries: dict[str, tuple[str, Loc]] = {}
 
 
 class Project:
@@ -342,7 +345,12 @@ class _Walker:
             return
         for dotted in ev.what.modules:
             target = self.project.find_module(dotted, self.search)
-            if target is None or target.path in self.loaded:
+            if target is None:
+                root = dotted.partition(".")[0]
+                if root and root not in self.result.libraries and not self.project._provides(root):
+                    self.result.libraries[root] = (mod.path, ev.loc)
+                continue
+            if target.path in self.loaded:
                 continue
             self.loaded.add(target.path)
             self.walk(target, target.facts.body, via + (Frame(mod.path, ev.loc, target.name),), imported=True)

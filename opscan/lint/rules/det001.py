@@ -12,6 +12,13 @@ It points at the first seeding call that executes; when seeding happens inside
 a project helper, at the script's call of that helper. An explicit
 `torch.use_deterministic_algorithms(False)` is a deliberate choice and is not flagged.
 
+A script that never runs torch is not flagged either: one whose code, and
+the project modules it imports, import nothing but the standard library and
+libraries that never run torch (numpy, pandas, scikit-learn, PIL, ...), such
+as a data-splitting script that seeds `random`. An import of torch, or of any
+other library (timm, Lightning, ...), anywhere in the script, in a function
+it does not call too, counts as running torch.
+
 ## Why is this bad?
 A seed fixes initialisation and data order, but GPU kernels that accumulate
 with atomics, and cuDNN's algorithm choice, still differ between runs: two
@@ -58,7 +65,7 @@ RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    if not ctx.seeds or ctx.enables or ctx.disables:
+    if not ctx.seeds or ctx.enables or ctx.disables or not ctx.uses_torch:
         return
     first = ctx.seeds[0]
     path, loc = first.anchor

@@ -11,12 +11,25 @@ A script that reads the variable is taken to handle it itself.
 It points at the `use_deterministic_algorithms` call (or the helper call that
 enables it); otherwise at the first seeding call. Code behind a condition
 (`if args.deterministic: ...`) counts as enabling, so it still needs the variable.
+A script that never runs torch (see DET001) is not flagged.
+
+## Torch versions
+Torch checks the variable from 1.7 to 2.9: in deterministic mode the first
+cuBLAS call raises (warns under `warn_only`) unless it is `:4096:8` or
+`:16:8`. Torch 2.10 removed the check (PR #161749): it allocates a cuBLAS
+workspace per handle and stream, which is enough for determinism. So the
+rule applies only where the targeted torch releases include one before
+2.10 (rules/torch.toml records the boundary and how it was established),
+and when they include later ones too, the message says which need it:
+"torch < 2.10 raises without it". It is silent for a project that targets
+2.10 or later only, and so its fix is not offered there, although setting
+the variable is harmless on every release.
 
 ## Why is this bad?
-cuBLAS picks its workspace per stream unless this variable is `:4096:8` or
-`:16:8`, so matrix products are not bitwise reproducible. With determinism on,
-stacks that enforce it raise at the first matmul; others silently stay
-nondeterministic.
+On torch before 2.10, `torch.use_deterministic_algorithms(True)` makes the
+first matrix product raise `RuntimeError: Deterministic behavior was enabled
+... but this operation is not deterministic because it uses CuBLAS` unless the
+variable is `:4096:8` or `:16:8`, usually after the model and data are built.
 
 ## Example
 ```python
@@ -39,7 +52,8 @@ torch.use_deterministic_algorithms(True)
 ## Fix
 Inserts `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` near the
 top of the module, after the docstring and `from __future__` imports and before
-the first torch import, adding `import os` if needed. Safe.
+the first torch import, adding `import os` if needed. Safe on every torch
+release; offered with the finding, so not where the rule is silent.
 """
 
 from __future__ import annotations
@@ -58,7 +72,7 @@ RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    if ctx.cublas_handled:
+    if ctx.cublas_handled or not ctx.cublas_checked or not ctx.uses_torch:
         return
     if ctx.enables:
         cause = ctx.enables[0]
@@ -69,11 +83,15 @@ def check(ctx: Context) -> None:
     else:
         return
     path, loc = cause.anchor
+    advice = 'set it to ":4096:8" before torch starts cuBLAS'
+    if ctx.cublas_releases:  # only some targeted releases check it: say which
+        needs = "raises without it" if ctx.strictly_enabled else "requires it in deterministic mode"
+        advice = f"{ctx.cublas_releases} {needs}: {advice}"
     ctx.report(
         RULE,
         path,
         loc,
-        f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; set it to \":4096:8\" before torch starts cuBLAS",
+        f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; {advice}",
         Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", InsertCublasEnv()),
     )
 
