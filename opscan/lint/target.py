@@ -373,7 +373,7 @@ class _Reader:
                     else:
                         self._warn(f"{_shown(file)}: included file {include.group(1)} not found")
                     continue
-                found = self.pip_line(file, "pip:", item)
+                found = self.pip_line(file, "pip", item)
                 if found is not None:
                     out.append(found)
                 continue
@@ -419,12 +419,11 @@ def _locked_versions(raw: bytes) -> list[str] | None:
     a large lock file as TOML costs lint tenths of a second; this reads only the
     torch entries. None when the file names torch but not in that layout.
     """
-    text = raw.decode("utf-8", "replace")
+    text = "\n" + raw.decode("utf-8", "replace")
     versions: list[str] = []
     found_name = False
-    for m in re.finditer(r'(?m)^name\s*=\s*"([^"\\]*)"[ \t]*$', text):
-        if normalize_name(m.group(1)) != "torch":
-            continue
+    # Lock files write names normalized. A literal newline, not `^` in multiline mode: ten times faster.
+    for m in re.finditer(r'\nname[ \t]*=[ \t]*"torch"[ \t]*(?=\r?\n|$)', text):
         header = text.rfind("\n[", 0, m.start())
         header_line = text[header + 1 : text.find("\n", header + 1)].strip() if header >= 0 else ""
         if header_line not in ("[[package]]", "[[packages]]"):
@@ -432,7 +431,7 @@ def _locked_versions(raw: bytes) -> list[str] | None:
         found_name = True
         end = text.find("\n[", m.end())
         block = text[m.end() : end if end >= 0 else len(text)]
-        v = re.search(r'(?m)^version\s*=\s*"([^"\\]*)"[ \t]*$', block)
+        v = re.search(r'(?m)^version\s*=\s*"([^"\\]*)"[ \t\r]*$', block)
         if v:
             versions.append(v.group(1))
     return versions if found_name else None
@@ -727,7 +726,9 @@ class TorchTargets:
             requirement_files = sorted(n for n in names if n[:12].lower() == "requirements" and re.match(_REQUIREMENTS, n) and os.path.isfile(base / n))
             if "requirements" in present and os.path.isdir(base / "requirements"):
                 try:
-                    requirement_files += sorted(f"requirements/{n}" for n in os.listdir(base / "requirements") if n.endswith((".txt", ".in")))
+                    requirement_files += sorted(
+                        f"requirements/{n}" for n in os.listdir(base / "requirements") if n.endswith((".txt", ".in")) and os.path.isfile(base / "requirements" / n)
+                    )
                 except OSError:
                     pass
             seen: set[str] = set()

@@ -232,7 +232,7 @@ def _targets_for(folder: Path, **kwargs) -> tuple[TorchRange, TorchTargets]:
         ("project_pin_setup_py/torch_2_4", ("2.4",), "setup.py setup(install_requires=...): torch==2.4.0"),
         ("project_pin_setup_py/torch_2_14", ("2.14",), "setup.py setup(install_requires=...): torch>=2.14"),
         ("project_pin_environment_yml/torch_2_4", ("2.4",), "environment.yml dependencies: pytorch::pytorch=2.4"),
-        ("project_pin_environment_yml/torch_2_14", ("2.14",), "environment.yaml pip:: torch==2.14.1"),
+        ("project_pin_environment_yml/torch_2_14", ("2.14",), "environment.yaml pip: torch==2.14.1"),
         ("project_pin_uv_lock/torch_2_4", ("2.4",), "uv.lock: torch 2.4.1"),
         ("project_pin_uv_lock/torch_2_14", ("2.14",), "uv.lock: torch 2.14.1+cu128"),  # the lock wins over pyproject's torch>=2.0
         ("project_pin_poetry_lock/torch_2_4", ("2.4",), "poetry.lock: torch 2.4.1"),
