@@ -16,7 +16,7 @@ import re
 import warnings
 
 from opscan._plain import Plain
-from opscan.lint.model import UNKNOWN, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loc
+from opscan.lint.model import UNKNOWN, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loc, Named
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -438,7 +438,8 @@ class _FactsBuilder:
         """`literal(node)`, where a name (or a dict's key or value) bound once to a literal is that literal."""
         cls = node.__class__
         if cls is ast.Name:
-            return scope.constant(node.id)
+            value = scope.constant(node.id)
+            return Named(value) if isinstance(value, str) else value
         if cls is ast.Dict and all(k is not None for k in node.keys):
             out = {}
             for k, v in zip(node.keys, node.values):

@@ -71,7 +71,7 @@ def check(ctx: Context) -> None:
             movable = (
                 (event.path, event.loc) == (path, loc)  # the statement itself is in this script
                 and event.api in (None, "os.environ.setdefault", "os.putenv")  # None: `os.environ[...] =`
-                and isinstance(what.value, str)  # a computed value may need names defined later
+                and what.value.__class__ is str  # a computed value, or a constant, may need names defined later
             )
             ctx.report(
                 RULE,
