@@ -1,7 +1,8 @@
 """`[tool.opscan]` in pyproject.toml, found by walking up from the paths given, merged with flags.
 
 Common keys, in `[tool.opscan]`:
-  torch-version                   the torch release lint and report target (default: newest known)
+  torch-version                   the torch release, or a specifier (">=2.4,<2.7"), lint and report target
+                                  (default: from the project's requirements, else the installed torch)
 
 Per-command sections, as ruff has `[tool.ruff.lint]`:
   [tool.opscan.lint]
@@ -9,7 +10,7 @@ Per-command sections, as ruff has `[tool.ruff.lint]`:
     per-file-ignores                {glob = [codes]}
     exclude, extend-exclude         globs of paths not to discover
     torch-version                   overrides the common key for lint
-    roots                           extra folders in which project imports resolve
+    roots                           folders, besides the root, in which project imports resolve (default: ["src"])
   [tool.opscan.scan]
     device, max-steps, input-shape  defaults for the flags of the same names
   [tool.opscan.bench]
@@ -88,14 +89,22 @@ class Config:
         self.exclude: list[str] = list(DEFAULT_EXCLUDE)
         self.extend_exclude: list[str] = []
         self.torch_version: str | None = None
+        self.torch_version_from: str | None = None  # what set torch_version: "--torch-version", or the file and table
         self.roots: list[Path] = []
+        self.roots_configured = False  # `roots` given: it replaces the default ["src"]
         self.scan = ScanSettings()
         self.bench = BenchSettings()
         self.root = Path.cwd() if root is None else root  # folder of the pyproject.toml, or the working directory
         self.source = source  # the pyproject.toml read, if any
+        self.warnings: list[str] = []  # values that load but look wrong ("warning: ..." lines)
 
     def __repr__(self) -> str:
         return f"Config(root={self.root!r}, source={self.source!r})"
+
+    def import_roots(self) -> list[Path]:
+        """Where project imports resolve, as ruff's `src`: the root, then `roots` (default: the root's `src`)."""
+        extra = self.roots if self.roots_configured else [self.root / "src"]
+        return list(dict.fromkeys([self.root, *extra]))
 
     def enabled_codes(self, universe: list[str]) -> set[str]:
         from opscan.codes import expand_selectors
@@ -114,13 +123,15 @@ class Config:
             where = f" in {self.source}" if self.source else ""
             raise ConfigError(f"{exc}{where}") from None
         if self.torch_version is not None:
-            from opscan.versions import parse_version
+            from opscan.versions import VersionError, parse_specifier
 
             try:
-                parse_version(self.torch_version)
-            except ValueError:
-                where = f"{self.source}: " if self.source else ""
-                raise ConfigError(f"{where}torch-version {self.torch_version!r} is not a version like \"2.14\"") from None
+                parse_specifier(self.torch_version)
+            except VersionError as exc:
+                where = self.torch_version_from or (f"{self.source}: torch-version" if self.source else "torch-version")
+                raise ConfigError(
+                    f"{where} {self.torch_version!r} is not a torch version or specifier like \"2.14\" or \">=2.4,<2.7\" ({exc})"
+                ) from None
 
     def relpath(self, path: Path) -> str:
         cached = self.__dict__.get("_resolved_root")  # asked once per file and per finding
@@ -260,18 +271,25 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
             raise ConfigError(f"{source}: [tool.opscan] per-file-ignores must be a table of glob = [codes]")
         cfg.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", source) for k, v in pfi.items()}
     if "torch-version" in table:
+        section = "[tool.opscan.lint]" if "torch-version" in sections["lint"] else "[tool.opscan]"
         if not isinstance(table["torch-version"], str):
-            raise ConfigError(f"{source}: [tool.opscan] torch-version must be a string like \"2.14\"")
+            raise ConfigError(f"{source}: {section} torch-version must be a string like \"2.14\" or \">=2.4,<2.7\"")
         cfg.torch_version = table["torch-version"]
+        cfg.torch_version_from = f"{source}: {section} torch-version"
     if "roots" in table:
         cfg.roots = []
+        cfg.roots_configured = True
         for r in _str_list(table["roots"], "roots", source):
             try:
                 cfg.roots.append((cfg.root / r).resolve(strict=True))
             except FileNotFoundError:
                 cfg.roots.append((cfg.root / r).resolve())  # a root that does not exist yet finds nothing
+                cfg.warnings.append(f"warning: {source}: [tool.opscan] roots entry {r!r} does not exist ({cfg.roots[-1]}); no import resolves there")
+                continue
             except (OSError, RuntimeError) as exc:
                 raise ConfigError(f"{source}: [tool.opscan] roots entry {r!r} cannot be used: {getattr(exc, 'strerror', None) or exc}") from None
+            if not cfg.roots[-1].is_dir():
+                cfg.warnings.append(f"warning: {source}: [tool.opscan] roots entry {r!r} is not a folder; no import resolves there")
     return cfg
 
 

@@ -289,12 +289,39 @@ class OpRule(Frozen):
         return Remedy(self.remedy.strip(), (self.remedy_code or "").strip(), f"rule:{self.id}")
 
 
-class RuleDB(Frozen):
-    _fields = ("ops",)
+class EnvCheck(Frozen):
+    """A check torch makes of an environment variable, in the releases `torch` names (rules/torch.toml)."""
+
+    _fields = ("id", "title", "var", "values", "torch", "provenance")
     __slots__ = _fields
 
-    def __init__(self, ops: tuple[OpRule, ...]):
+    def __init__(self, id: str, title: str, var: str, values: tuple[str, ...], torch: str, provenance: str = ""):
+        self.id = id
+        self.title = title
+        self.var = var
+        self.values = values  # the values it accepts
+        self.torch = torch  # the release range in which torch makes the check
+        self.provenance = provenance
+
+    def checked_on(self, torch_version: str) -> bool:
+        return version_in_range(torch_version, self.torch)
+
+
+class RuleDB(Frozen):
+    _fields = ("ops", "releases", "environment")
+    __slots__ = _fields
+
+    def __init__(self, ops: tuple[OpRule, ...], releases: tuple[str, ...] = (), environment: tuple[EnvCheck, ...] = ()):
         self.ops = ops
+        self.releases = releases  # every minor release the rules know, oldest first ("1.8", ..., NEWEST_TORCH)
+        self.environment = environment
+
+    def env_check(self, var: str) -> EnvCheck | None:
+        """The check torch makes of environment variable `var`, if the rules record one."""
+        for check in self.environment:
+            if check.var == var:
+                return check
+        return None
 
     def for_target(self, torch_version: str, device: str = "cuda") -> list[OpRule]:
         """The ops that raise on this torch version and device."""
@@ -455,12 +482,55 @@ def _ops_from(path: Path, data: dict[str, Any]) -> list[OpRule]:
             raise RulesError(f"{where}: phase must be forward or backward")
         if not op.devices or not set(op.devices) <= {"cpu", "cuda"}:
             raise RulesError(f"{where}: devices must be a non-empty subset of cpu, cuda")
-        try:
-            version_in_range("2.0", op.torch)  # validates the spec
-        except RulesError as exc:
-            raise RulesError(f"{where}: {exc}") from None
+        _check_range(op.torch, where)
         ops.append(op)
     return ops
+
+
+def _check_range(spec: str, where: str) -> None:
+    try:
+        version_in_range("2.0", spec)  # validates the spec
+    except RulesError as exc:
+        raise RulesError(f"{where}: {exc}") from None
+
+
+_RELEASE = r"^\d+\.\d+$"
+
+
+def _releases_from(path: Path, data: dict[str, Any]) -> tuple[str, ...] | None:
+    """`[releases] known`: minor releases "X.Y", oldest first, each once; None where the file has no table."""
+    table = data.get("releases")
+    if table is None:
+        return None
+    known = table.get("known") if isinstance(table, dict) else None
+    if not isinstance(known, list) or not known or not all(isinstance(r, str) and re.match(_RELEASE, r) for r in known):
+        raise RulesError(f"{path.name}: [releases] known must be a non-empty list of releases like \"2.14\"")
+    keys = [parse_version(r) for r in known]
+    if keys != sorted(set(keys)):
+        raise RulesError(f"{path.name}: [releases] known must list each release once, oldest first")
+    return tuple(known)
+
+
+def _environment_from(path: Path, data: dict[str, Any]) -> list[EnvCheck]:
+    checks = []
+    for i, raw in enumerate(data.get("environment", [])):
+        where = f"{path.name}: environment #{i + 1} ({raw.get('id', '?')})"
+        try:
+            check = EnvCheck(
+                id=raw["id"],
+                title=raw.get("title", raw["id"]),
+                var=raw["var"],
+                values=_as_tuple(raw.get("values")),
+                torch=raw["torch"],
+                provenance=raw.get("provenance", ""),
+            )
+        except KeyError as exc:
+            raise RulesError(f"{where}: missing key {exc}") from exc
+        if not check.values or not all(isinstance(v, str) for v in check.values):
+            raise RulesError(f"{where}: values must be a non-empty list of strings")
+        _check_range(check.torch, where)
+        checks.append(check)
+    return checks
 
 
 def load_file(path: Path) -> list[OpRule]:
@@ -532,12 +602,27 @@ def load(directory: str | None = None) -> RuleDB:
     parsed = _read_snapshot(_digest(sources)) if directory is None else None
     ops: list[OpRule] = []
     seen: set[str] = set()
+    releases: tuple[str, ...] | None = None
+    environment: list[EnvCheck] = []
     for name, data in sources:
         path = base / name
         raw = parsed.get(name) if parsed is not None else None
-        for op in _ops_from(path, raw if raw is not None else _parse_toml(path, data)):
+        table = raw if raw is not None else _parse_toml(path, data)
+        for op in _ops_from(path, table):
             if op.id in seen:
                 raise RulesError(f"{path.name}: duplicate op id {op.id!r}")
             seen.add(op.id)
             ops.append(op)
-    return RuleDB(tuple(ops))
+        found = _releases_from(path, table)
+        if found is not None:
+            if releases is not None:
+                raise RulesError(f"{path.name}: [releases] is defined in two files")
+            releases = found
+        for check in _environment_from(path, table):
+            if check.id in seen or any(c.var == check.var for c in environment):
+                raise RulesError(f"{path.name}: duplicate environment check {check.id!r}")
+            seen.add(check.id)
+            environment.append(check)
+    if ops and releases is None and directory is None:
+        raise RulesError(f"{base}: no file defines [releases] known")
+    return RuleDB(tuple(ops), releases or (), tuple(environment))

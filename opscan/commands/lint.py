@@ -24,7 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
     p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument("--torch-version", metavar="X.Y", help="torch release to check ops against (default: newest known)")
+    p.add_argument(
+        "--torch-version", metavar="SPEC",
+        help="torch release or range to check against, e.g. 2.11 or '>=2.4,<2.7' (default: the project's "
+        "torch requirement, else the installed torch, else every release the rules know)",
+    )  # fmt: skip
     p.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.opscan] from (default: nearest)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the facts cache")
     p.add_argument("--force-exclude", action="store_true", help="apply exclusions to files named on the command line too (for pre-commit)")
@@ -34,6 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
     p.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix, exit 1 when files were changed, even if nothing remains")
     p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary or notices")
+    p.add_argument("-v", "--verbose", action="store_true", help="also say on stderr which torch releases each file targets and why, and which imports resolved nowhere")
+    p.add_argument("--show-settings", action="store_true", help="print the settings the paths would be linted with, and exit without linting")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
     from opscan import config as config_mod
     from opscan.lint import engine
     from opscan.lint.rules import RULES, lint_codes
-    from opscan.rules import NEWEST_TORCH
+    from opscan.rules import RulesError
 
     try:
         cfg = config_mod.load(args.paths, args.config)
@@ -67,24 +73,34 @@ def _run(args: argparse.Namespace) -> int:
         if args.ignore:
             cfg.ignore = cfg.ignore + args.ignore
         if args.torch_version:
-            cfg.torch_version = args.torch_version
+            cfg.torch_version, cfg.torch_version_from = args.torch_version, "--torch-version"
         cfg.validate(lint_codes())
+        targets = engine.torch_targets(cfg)
     except config_mod.ConfigError as exc:
         print(f"opscan: error: {exc}", file=sys.stderr)
         return 2
+    except RulesError as exc:
+        print(f"opscan: error: the rules data is malformed: {exc}", file=sys.stderr)
+        return 2
+    for warning in cfg.warnings:
+        print(warning, file=sys.stderr)
 
     # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
     missing = [p for p in args.paths if not os.path.lexists(p)]
     paths = [p for p in args.paths if p not in missing]
     from opscan.findings import Problem, Report
-    from opscan.rules import RulesError
+
+    if args.show_settings:
+        return show_settings(cfg, paths, missing, targets, args)
+
+    unresolved: dict | None = {} if args.verbose else None
 
     def lint(overlay: dict[str, bytes] | None = None):
         if not paths:
             return Report("lint")
         return engine.run(
-            paths, cfg, torch_version=cfg.torch_version or NEWEST_TORCH, use_cache=not args.no_cache,
-            force_exclude=args.force_exclude, overlay=overlay,
+            paths, cfg, targets=targets, use_cache=not args.no_cache,
+            force_exclude=args.force_exclude, overlay=overlay, unresolved=unresolved,
         )  # fmt: skip
 
     try:
@@ -92,6 +108,9 @@ def _run(args: argparse.Namespace) -> int:
     except RulesError as exc:
         print(f"opscan: error: the rules data is malformed: {exc}", file=sys.stderr)
         return 2
+    if args.verbose:
+        for line in [f"targets torch {line}" for line in _torch_lines(targets)] + _unresolved_lines(cfg, unresolved or {}):
+            print(f"opscan: {line}", file=sys.stderr)
 
     modified = False
     if args.fix or args.diff:
@@ -158,6 +177,120 @@ def _run(args: argparse.Namespace) -> int:
     # As ruff: after --fix the code reflects what remains. pre-commit fails a hook
     # that modified files by itself; --exit-non-zero-on-fix makes that explicit.
     return 1 if modified and args.exit_non_zero_on_fix else 0
+
+
+# ---------------------------------------------------------------- --show-settings and -v
+
+
+def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argparse.Namespace) -> int:
+    """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing."""
+    from opscan.lint import engine
+    from opscan.lint.rules import lint_codes
+
+    files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
+    for path in files:
+        targets.for_file(path)
+    for line in notices + [w for w in targets.warnings if w not in notices]:
+        print(line, file=sys.stderr)
+    for path in missing:
+        print(f"opscan: error: no such file or directory: {path}", file=sys.stderr)
+
+    def listed(values) -> str:
+        values = [str(v) for v in values]
+        return ", ".join(values) if values else "(none)"
+
+    rows = [
+        ("config file", engine.display_path(str(cfg.source)) if cfg.source else "(none: defaults)"),
+        ("root", str(cfg.root)),
+        ("roots", listed(engine.display_path(str(r)) for r in cfg.import_roots())),
+        ("select", listed(cfg.select)),
+        ("extend-select", listed(cfg.extend_select)),
+        ("ignore", listed(cfg.ignore)),
+        ("per-file-ignores", listed(f"{glob} = {', '.join(codes)}" for glob, codes in cfg.per_file_ignores.items())),
+        ("exclude", listed(cfg.exclude)),
+        ("extend-exclude", listed(cfg.extend_exclude)),
+        ("rules", listed(sorted(cfg.enabled_codes(lint_codes())))),
+        ("files", str(len(files))),
+    ]
+    width = max(len(name) for name, _ in rows) + 2
+    out = [f"{name.ljust(width)}{value}" for name, value in rows]
+    torch = _torch_lines(targets)
+    out.append(f"{'torch'.ljust(width)}{torch[0] if len(torch) == 1 else 'per project folder:'}")
+    if len(torch) > 1:
+        out += [f"  {line}" for line in torch]
+    out += [f"{'known releases'.ljust(width)}{targets.known[0]} to {targets.known[-1]} (rules/torch.toml)"]
+    from opscan.output import write
+
+    try:
+        write("".join(line + "\n" for line in out), args.output_file)
+    except OSError as exc:
+        print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 2 if missing else 0
+
+
+def _torch_lines(targets) -> list[str]:
+    """One line per torch range the files target: the releases, where they came from, and for how many files."""
+    from opscan.lint import engine
+
+    used = targets.summary()
+    if not used:  # nothing linted: what a file here would target
+        used = [(targets.fixed or targets.fallback(), "", 0)]
+    lines = []
+    for torch, folder, count in sorted(used, key=lambda u: (u[1], str(u[0]))):
+        files = f" ({count} file{'s' if count != 1 else ''})" if count else ""
+        under = f"{engine.display_path(folder) if folder else 'every file'}: " if len(used) > 1 else ""
+        lines.append(f"{under}{torch}, from {torch.where}{files}")
+    return lines
+
+
+def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
+    """The imports that ran, found no project file and name no library lint knows or this Python has."""
+    import importlib.machinery
+
+    from opscan.lint import engine
+    from opscan.lint.context import torch_free
+    from opscan.lint.modelled import MODELS
+    from opscan.lint.relevance import LIBRARIES
+
+    known = LIBRARIES | {name.partition(".")[0] for name in MODELS}
+    lines = []
+    for package, (path, loc) in sorted(unresolved.items()):
+        if package in known or torch_free(package) or not package.isidentifier():
+            continue
+        try:
+            if importlib.machinery.PathFinder.find_spec(package) is not None:
+                continue  # installed here: a library
+        except (ImportError, ValueError):
+            pass
+        hint = _folder_holding(cfg, package)
+        where = f"{engine.display_path(path)}:{loc.line}"
+        lines.append(f"  {package} (imported at {where})" + (f": {hint} holds it; add that folder to `roots`" if hint else ""))
+    if lines:
+        roots = ", ".join(engine.display_path(str(r)) for r in cfg.import_roots())
+        lines.insert(0, f"imports that look like project modules but resolve to no file under the roots ({roots}) or the script's folder:")
+    return lines
+
+
+def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
+    """A folder below the root, up to `depth` levels down, that holds `package/` or `package.py`."""
+    from pathlib import Path
+
+    pending = [(Path(cfg.root), 0)]
+    while pending:
+        folder, level = pending.pop(0)
+        if level and ((folder / package).is_dir() or (folder / f"{package}.py").is_file()):
+            from opscan.lint import engine
+
+            return engine.display_path(str(folder))
+        if level >= depth:
+            continue
+        try:
+            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".") and not cfg.is_excluded(p))
+        except OSError:
+            continue
+        pending += [(child, level + 1) for child in children]
+    return None
 
 
 assert set(LINT_FORMATS) <= set(FORMATS)

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import CudaWork, Determinism, EnvRead, EnvWrite, Seed
+from opscan.lint.model import CudaWork, Determinism, EnvRead, EnvWrite, Import, Seed
 from opscan.lint.project import EntryTrace, TraceEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.versions import TorchRange
+
+# Libraries that never run torch. A script whose executing code imports nothing
+# but these and the standard library has no GPU nondeterminism for DET001 and
+# DET002 to fix (a data-preparation script that seeds `random`, say).
+TORCH_FREE = frozenset(
+    """
+    numpy scipy pandas polars pyarrow sklearn matplotlib seaborn plotly PIL cv2 skimage imageio yaml ruamel toml
+    tomli tomlkit tqdm requests httpx urllib3 h5py rich click typer attr attrs pydantic jinja2 networkx sympy
+    nltk boto3 jax jaxlib flax optax tensorflow
+    """.split()
+)
+
+
+def torch_free(package: str) -> bool:
+    """Whether importing this top-level package cannot run torch: the standard library, or TORCH_FREE."""
+    return package in TORCH_FREE or package in getattr(sys, "stdlib_module_names", ())
 
 
 class Context:
-    """One entry trace and the target torch version; rules add to `findings`."""
+    """One entry trace and the torch releases it targets; rules add to `findings`."""
 
-    def __init__(self, trace: EntryTrace, torch_version: str):
+    def __init__(self, trace: EntryTrace, torch: TorchRange):
         self.trace = trace
-        self.torch_version = torch_version
+        self.torch = torch
         self.findings: list[Finding] = []
 
     # -- summaries of the trace -------------------------------------------------
@@ -98,6 +119,31 @@ class Context:
     @cached_property
     def _positions(self) -> dict[int, int]:
         return {id(e): i for i, e in enumerate(self.trace.events)}
+
+    @cached_property
+    def uses_torch(self) -> bool:
+        """Whether the code may run torch: it imports something other than the standard library and
+        TORCH_FREE, in what runs or in any function of the script (uncalled ones may be entry points)."""
+        packages = set(self.trace.libraries)
+        for func in self.trace.entry.facts.functions.values():
+            for event in func.events:
+                if event.what.__class__ is Import:
+                    packages.update(m.partition(".")[0] for m in event.what.modules)
+        return any(p and not torch_free(p) for p in packages)
+
+    @cached_property
+    def cublas_checked(self) -> tuple[str, ...]:
+        """The targeted releases whose torch checks CUBLAS_WORKSPACE_CONFIG in deterministic mode (rules/torch.toml)."""
+        from opscan.rules import load
+
+        check = load().env_check(CUBLAS)
+        return self.torch.subset(check.torch) if check is not None else self.torch.releases
+
+    @property
+    def cublas_releases(self) -> str:
+        """'torch < 2.10' where only some targeted releases check the variable; '' where all of them do."""
+        which = self.torch.describe(self.cublas_checked)
+        return f"torch {which}" if which else ""
 
     # -- findings ---------------------------------------------------------------
 

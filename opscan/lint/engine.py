@@ -26,6 +26,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opscan.lint import cache as facts_cache
     from opscan.lint.relevance import CallFilter
+    from opscan.lint.target import TorchTargets
+    from opscan.versions import TorchRange
 
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped with a message
 
@@ -130,16 +132,17 @@ class _FactsLoader:
 class _EntryLinter:
     """Lints entry files one by one through one Project, and filters their findings."""
 
-    def __init__(self, cfg: Config, torch_version: str, files: list[Path], cache, overlay, calls: CallFilter):
+    def __init__(self, cfg: Config, torch: dict[Path, TorchRange], files: list[Path], cache, overlay, calls: CallFilter):
         from opscan.lint.rules import lint_codes
 
         self.cfg = cfg
         self.cache = cache
-        self.torch_version = torch_version
+        self.torch = torch  # each file's targeted torch releases
         self.universe = lint_codes()
         self.enabled = cfg.enabled_codes(self.universe)
-        self.project = Project(_FactsLoader(cache, overlay, calls), [cfg.root, *cfg.roots], entry_dirs=[f.parent for f in files])
+        self.project = Project(_FactsLoader(cache, overlay, calls), cfg.import_roots(), entry_dirs=[f.parent for f in files])
         self._ignored: dict[str, set[str]] = {}
+        self.unresolved: dict[str, tuple[str, Loc]] | None = None  # set to a dict to collect, per entry, imports found nowhere
 
     def lint(self, path: Path) -> list[Finding]:
         """The findings of running `path` as a script that survive selection and noqa, in report form."""
@@ -149,7 +152,11 @@ class _EntryLinter:
             loc = facts.error_loc or Loc(1, 1, 1, 1)
             raw = [Finding(det000.RULE.code, f"Could not analyse file: {facts.error}", module.path, loc.line, loc.col, loc.end_line, loc.end_col)]
         else:
-            ctx = Context(self.project.trace(module), self.torch_version)
+            trace = self.project.trace(module)
+            if self.unresolved is not None:
+                for package, where in trace.libraries.items():
+                    self.unresolved.setdefault(package, where)
+            ctx = Context(trace, self.torch[path])
             for rule in CHECKS:
                 if rule.RULE.code in self.enabled:
                     rule.check(ctx)
@@ -251,33 +258,56 @@ def _suppressed(finding: Finding, facts: ModuleFacts | None) -> bool:
     return False
 
 
+def torch_targets(cfg: Config, torch_version: str | None = None, **options) -> TorchTargets:
+    """Where each file's targeted torch releases come from: `torch_version` (a flag), else the config's
+    `torch-version`, else the project's requirements, the installed torch, or every known release."""
+    from opscan.lint.target import TorchTargets
+    from opscan.rules import load
+
+    if torch_version is not None:
+        return TorchTargets(load().releases, torch_version, "--torch-version", **options)
+    return TorchTargets(load().releases, cfg.torch_version, cfg.torch_version_from or "--torch-version", **options)
+
+
 def run(
     paths: list[str],
     cfg: Config,
     *,
-    torch_version: str,
+    torch_version: str | None = None,
+    targets: TorchTargets | None = None,
     use_cache: bool = True,
     force_exclude: bool = False,
     overlay: dict[str, bytes] | None = None,
+    unresolved: dict[str, tuple[str, Loc]] | None = None,
 ) -> Report:
     """Lint the given paths and return a Report of the findings that survive noqa and selection.
 
-    `overlay` maps resolved paths to contents to lint instead of what is on disk
-    (the fixer re-lints its edits before writing them).
+    Each file targets the torch releases `targets` gives it (by default
+    `torch_targets(cfg, torch_version)`); what could not be read for them is a
+    warning among the notices. `overlay` maps resolved paths to contents to
+    lint instead of what is on disk (the fixer re-lints its edits before
+    writing them). `unresolved`, a dict, collects the top-level packages of
+    the imports that ran and found no project file, with where each was first
+    imported (the run then stays in this process).
     """
     from opscan.lint.relevance import CallFilter
 
     report = Report("lint")
     files, report.notices = discover(paths, cfg, force_exclude)
+    if targets is None:
+        targets = torch_targets(cfg, torch_version)
+    torch = {path: targets.for_file(path) for path in files}
+    report.notices += [w for w in targets.warnings if w not in report.notices]
     cache = None
     if use_cache:
         from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
 
         cache = FactsCache.open(cfg.root)
-    linter = _EntryLinter(cfg, torch_version, files, cache, overlay, CallFilter.for_lint())
+    linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint())
+    linter.unresolved = unresolved
     per_file = None
     workers = min(_workers(), len(files) // 2 or 1)
-    if workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
+    if unresolved is None and workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
         per_file = _lint_in_processes(linter, files, workers)
     if per_file is None:
         per_file = [linter.lint(path) for path in files]

@@ -18,7 +18,7 @@ import warnings
 from opscan._plain import Plain
 from opscan.lint.apis import DATALOADERS
 from opscan.lint.frameworks import SETTINGS_CLASSES
-from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc
+from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,6 +38,9 @@ _MAX_QUALNAME_PARTS = 64
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _ENV = "os.environ"
+# Calls that set environment variables: a name among their arguments is read through `_Scope.constant`.
+_ENV_WRITERS = frozenset({"os.environ.setdefault", "os.environ.update", "os.putenv"})
+_CONSTANT_TYPES = (str, int, float, bool, type(None))
 _ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")  # a constant naming one counts as reading it
 _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # packages whose import may build one
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
@@ -230,7 +233,7 @@ def _is_main_guard(test: ast.AST) -> bool:
 class _Scope:
     """Names visible in one function or module body, and what we know of them."""
 
-    def __init__(self, parent: _Scope | None, class_name: str | None = None):
+    def __init__(self, parent: _Scope | None, class_name: str | None = None, node: ast.AST | None = None):
         self.parent = parent
         self.aliases: dict[str, str] = {}  # name -> qualified name (imports, local defs)
         self.instances: dict[str, str] = {}  # variable -> qualified name of the class it holds
@@ -238,6 +241,23 @@ class _Scope:
         self.shadowed: set[str] = set()  # local variables that hide an outer alias
         self.class_name = class_name  # set inside methods, for self.method()
         self.built: dict[str, Built] = {}  # variable -> the settings object (frameworks.SETTINGS_CLASSES) it holds
+        self.node = node  # the module, function or class whose body this is
+        self._bound: tuple[dict[str, Any], set[str]] | None = None
+
+    def constant(self, name: str) -> Any:
+        """The literal a name holds where it is read: bound once, in the scope that binds it, to a literal
+        (`WS = ":4096:2"`, a module-level constant read in a function too); else UNKNOWN."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if scope.node is not None:
+                if scope._bound is None:
+                    scope._bound = _bindings(scope.node)
+                constants, bound = scope._bound
+                if name in bound:
+                    return constants.get(name, UNKNOWN)
+            scope = scope.parent
+        return UNKNOWN
+
 
     def lookup(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -276,6 +296,67 @@ class _Scope:
                 return True
             scope = scope.parent
         return False
+
+
+def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str]]:
+    """The names a module, function or class body binds, and those bound exactly once, to a literal.
+
+    Every way to bind counts (assignment, augmented, for, with, except, walrus,
+    import, def, class, del, match, parameters, and `global` / `nonlocal` in
+    nested functions); counting one too many only leaves a value unknown.
+    Nested function and lambda bodies are scopes of their own.
+    """
+    counts: dict[str, int] = {}
+    values: dict[str, Any] = {}
+
+    def bind(name: str | None, n: int = 1) -> None:
+        if name:
+            counts[name] = counts.get(name, 0) + n
+
+    args = getattr(node, "args", None)
+    if isinstance(args, ast.arguments):
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [x for x in (args.vararg, args.kwarg) if x]:
+            bind(a.arg)
+    stack: list[ast.AST] = list(reversed(node.body))
+    while stack:
+        n = stack.pop()
+        cls = n.__class__
+        if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            bind(n.name)
+            # Decorators, defaults and bases run here; the bodies are scopes of their own, but a
+            # `global` or `nonlocal` in them rebinds a name of this one.
+            stack += [*n.decorator_list, *getattr(n, "bases", ()), *getattr(n, "keywords", ())]
+            if cls is not ast.ClassDef:
+                stack += [d for d in n.args.defaults + n.args.kw_defaults if d is not None]
+            for inner in ast.walk(n):
+                if isinstance(inner, (ast.Global, ast.Nonlocal)):
+                    for name in inner.names:
+                        bind(name, 2)
+            continue
+        if cls is ast.Lambda:
+            continue
+        if cls is ast.Name:
+            if n.ctx.__class__ is not ast.Load:
+                bind(n.id)
+            continue
+        if cls is ast.Import or cls is ast.ImportFrom:
+            for alias in n.names:
+                bind(alias.asname or alias.name.split(".")[0])
+            continue
+        if cls is ast.ExceptHandler or cls.__name__ in ("MatchAs", "MatchStar"):
+            bind(getattr(n, "name", None))
+        elif cls.__name__ == "MatchMapping":
+            bind(n.rest)
+        elif cls is ast.Assign and len(n.targets) == 1 and n.targets[0].__class__ is ast.Name:
+            value = literal(n.value)
+            if isinstance(value, _CONSTANT_TYPES):
+                values.setdefault(n.targets[0].id, value)
+        elif cls is ast.AnnAssign and n.value is not None and n.target.__class__ is ast.Name:
+            value = literal(n.value)
+            if isinstance(value, _CONSTANT_TYPES):
+                values.setdefault(n.target.id, value)
+        stack.extend(ast.iter_child_nodes(n))
+    return {name: value for name, value in values.items() if counts.get(name) == 1}, set(counts)
 
 
 class _FactsBuilder:
@@ -357,7 +438,9 @@ class _FactsBuilder:
 
     # -- events ------------------------------------------------------------
 
-    def call_args(self, call: ast.Call, scope: _Scope | None = None) -> CallArgs:
+    def call_args(self, call: ast.Call, scope: _Scope | None = None, *, constants: bool = False) -> CallArgs:
+        """The call's literal arguments; with `constants`, names bound once to a literal read as that literal."""
+        value = (lambda node: self.value(node, scope)) if constants and scope is not None else literal
         star = False  # *args or **kwargs: parameters not seen are unknown, not defaulted
         follow = self.may_build and scope is not None  # settings objects (`Built`) passed along
         args = []
@@ -365,15 +448,15 @@ class _FactsBuilder:
             if a.__class__ is ast.Starred:
                 star = True
                 break
-            value = literal(a)
-            args.append(self._settings(a, scope) or value if follow and value is UNKNOWN else value)
+            v = value(a)
+            args.append(self._settings(a, scope) or v if follow and v is UNKNOWN else v)
         kwargs = []
         for k in call.keywords:
             if k.arg is None:
                 star = True
             else:
-                value = literal(k.value)
-                kwargs.append((k.arg, self._settings(k.value, scope) or value if follow and value is UNKNOWN else value))
+                v = value(k.value)
+                kwargs.append((k.arg, self._settings(k.value, scope) or v if follow and v is UNKNOWN else v))
         return CallArgs(tuple(args), tuple(kwargs), star)
 
     def _settings(self, node: ast.AST, scope: _Scope) -> Built | None:
@@ -409,6 +492,22 @@ class _FactsBuilder:
             dataset = None
         collate, init = (self.qualify(found[n], scope) if n in found else None for n in ("collate_fn", "worker_init_fn"))
         return Loader(dataset, collate, init, args.get("num_workers", 5, 0))
+
+    def value(self, node: ast.AST | None, scope: _Scope) -> Any:
+        """`literal(node)`, where a name (or a dict's key or value) bound once to a literal is that literal."""
+        cls = node.__class__
+        if cls is ast.Name:
+            value = scope.constant(node.id)
+            return Named(value) if isinstance(value, str) else value
+        if cls is ast.Dict and all(k is not None for k in node.keys):
+            out = {}
+            for k, v in zip(node.keys, node.values):
+                key = self.value(k, scope)
+                if key is UNKNOWN or isinstance(key, (dict, list)):
+                    return UNKNOWN
+                out[key] = self.value(v, scope)
+            return out
+        return literal(node)
 
     def _device_is_cuda(self, node: ast.AST, scope: _Scope) -> bool:
         pending = [node]  # the alternatives `a if c else b if d else ...`, without recursion
@@ -481,7 +580,7 @@ class _FactsBuilder:
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         args = None
         if dropped is None:
-            args = self.call_args(call, scope)
+            args = self.call_args(call, scope, constants=qualname in _ENV_WRITERS)
             out.append(Event(loc, Call(qualname, method, args, tuple(refs), self.no_grad_depth > 0)))
         elif dropped:
             self.dropped_libraries.add(dropped)
@@ -511,9 +610,10 @@ class _FactsBuilder:
             return
         if isinstance(target, ast.Subscript):
             container = self.qualify(target.value, scope)
-            key = literal(target.slice)
-            if container == _ENV and isinstance(key, str):
-                out.append(Event(loc_of(node), EnvWrite(key, literal(value) if value is not None else UNKNOWN)))
+            if container == _ENV:
+                key = self.value(target.slice, scope)
+                if isinstance(key, str):
+                    out.append(Event(loc_of(node), EnvWrite(key, self.value(value, scope) if value is not None else UNKNOWN)))
             return
         if isinstance(target, ast.Attribute):
             q = self.qualify(target, scope)
@@ -645,7 +745,7 @@ class _FactsBuilder:
         qualname = f"{prefix}{node.name}"
         if class_name is None:
             scope.aliases[node.name] = f"{THIS}.{qualname}"
-        inner = _Scope(scope, class_name=class_name)
+        inner = _Scope(scope, class_name=class_name, node=node)
         a = node.args
         params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
         for extra in (a.vararg, a.kwarg):
@@ -683,7 +783,7 @@ class _FactsBuilder:
         if prefix == "":
             scope.aliases[node.name] = f"{THIS}.{qualname}"
         methods = []
-        body_scope = _Scope(scope)
+        body_scope = _Scope(scope, node=node)
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt, scope, f"{qualname}.", class_name=qualname)
@@ -697,6 +797,7 @@ class _FactsBuilder:
         self.facts.classes[qualname] = ClassFacts(qualname, loc_of(node), bases, tuple(methods))
 
     def run(self, tree: ast.Module) -> None:
+        self.module_scope.node = tree
         self._class_body_events: list[Event] = []
         self._deferred = []
         out: list[Event] = []

@@ -16,6 +16,16 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
 # Shared with the rules data (its `when` predicates), so it lives in the base layer.
 from opscan._plain import UNKNOWN  # noqa: E402
 
+class Named(str):
+    """A string literal read through a name bound once to it (`WS = ":4096:2"`; `os.environ[...] = WS`).
+
+    It is that string everywhere a value is compared or printed; a fix that
+    would move the statement elsewhere sees that it reads a name.
+    """
+
+    __slots__ = ()
+
+
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, compared as strings
 CUBLAS_VALUE = VALID_CUBLAS[0]  # the value the fixes write

@@ -94,7 +94,7 @@ class Module(Plain):
 
 
 class EntryTrace(Plain):
-    _fields = ("entry", "events", "reachable_calls", "truncated", "uncalled")
+    _fields = ("entry", "events", "reachable_calls", "truncated", "uncalled", "libraries")
     __slots__ = _fields
 
     def __init__(self, entry: Module):
@@ -107,6 +107,9 @@ class EntryTrace(Plain):
         # () -> the events of the entry module's functions and methods that its run never calls
         # (other code may: they are entry points too), each walked once; computed when asked.
         self.uncalled: Callable[[], list[TraceEvent]] = list
+        # The top-level package of each import that runs and finds no project file ("torch",
+        # "numpy", a project package the roots miss), with where it was first imported.
+        self.libraries: dict[str, tuple[str, Loc]] = {}
 
 
 class Project:
@@ -380,7 +383,12 @@ class _Walker:
             return
         for dotted in ev.what.modules:
             target = self.project.find_module(dotted, self.search)
-            if target is None or target.path in self.loaded:
+            if target is None:
+                root = dotted.partition(".")[0]
+                if root and root not in self.result.libraries and not self.project._provides(root):
+                    self.result.libraries[root] = (mod.path, ev.loc)
+                continue
+            if target.path in self.loaded:
                 continue
             self.loaded.add(target.path)
             self.walk(target, target.facts.body, via + (Frame(mod.path, ev.loc, target.name),), imported=True)

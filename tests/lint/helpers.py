@@ -15,7 +15,6 @@ from pathlib import Path
 
 from opscan.config import Config
 from opscan.lint import engine
-from opscan.rules import NEWEST_TORCH
 from tests.util import chdir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,15 +29,23 @@ GOLDEN_HINT = "run `python scripts/gen_golden.py` and review the diff (a golden 
 _HEADER = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) ")
 
 
-def lint_report(target: Path, *, torch_version: str = NEWEST_TORCH, cfg: Config | None = None):
-    """Lint a file (from its own folder, by name) or a folder (from inside it, as `.`), cache off."""
+def lint_report(target: Path, *, torch_version: str | None = None, cfg: Config | None = None):
+    """Lint a file (from its own folder, by name) or a folder (from inside it, as `.`), cache off.
+
+    The torch target is `torch_version` if given, else what the fixture's own
+    files declare: the walk for requirements stops at the fixture's folder
+    (opscan's own pyproject.toml above it is no fixture's), and the installed
+    torch is not read (the tests run with and without one). A fixture that
+    declares nothing targets every release the rules know.
+    """
     folder = target if target.is_dir() else target.parent
     with chdir(folder):
         cfg = cfg or Config(root=folder)
-        return engine.run(["." if target.is_dir() else target.name], cfg, torch_version=torch_version, use_cache=False)
+        targets = engine.torch_targets(cfg, torch_version, installed=False, stop_at=folder)
+        return engine.run(["." if target.is_dir() else target.name], cfg, targets=targets, use_cache=False)
 
 
-def lint_lines(target: Path, *, torch_version: str = NEWEST_TORCH, cfg: Config | None = None, with_path: bool) -> list[str]:
+def lint_lines(target: Path, *, torch_version: str | None = None, cfg: Config | None = None, with_path: bool) -> list[str]:
     """Findings as 'LINE:COL CODE' (single file) or 'path:LINE:COL CODE' (folder), sorted."""
     report = lint_report(target, torch_version=torch_version, cfg=cfg)
     out = []

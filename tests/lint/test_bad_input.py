@@ -30,13 +30,14 @@ from opscan.lint import engine
 from opscan.lint.facts import extract
 from opscan.output import render
 from opscan.rules import NEWEST_TORCH
+from tests.util import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = b"import torch\ntorch.manual_seed(0)\n"  # DET001 + DET002 at 2:1 when analysed
 
 
 def opscan(*args: str, cwd: Path, preexec_fn=None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPSCAN_")}
+    env = subprocess_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     proc = subprocess.run(
         [sys.executable, "-m", "opscan", *args], cwd=cwd, env=env, capture_output=True, timeout=timeout, preexec_fn=preexec_fn

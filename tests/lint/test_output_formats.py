@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.lint.helpers import read_expected
+from tests.util import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "output"
@@ -35,7 +36,7 @@ LINT_FLAGS = (
 
 def opscan(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     """Run `python -m opscan ...` from a source checkout or an install alike."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPSCAN_")}
+    env = subprocess_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "opscan", *args], cwd=cwd, env=env, capture_output=True, text=True, input=stdin, timeout=120
@@ -373,7 +374,7 @@ sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
 
 @pytest.mark.parametrize("args", [[], ["--output-format", "json"], ["--output-format", "sarif"], ["--output-format", "github"], ["--statistics"]])
 def test_lint_imports_neither_torch_nor_libcst_nor_tabulate(project, args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPSCAN_")}
+    env = subprocess_env()
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, "lint", "--no-cache", *args, "sub"], cwd=project, env=env, capture_output=True, text=True
@@ -391,7 +392,7 @@ _STDLIB_PROBE = _PROBE.replace(
 def test_lint_start_up_skips_the_costly_standard_modules(tmp_path):
     """Each of these cost lint milliseconds of start-up that ruff's whole run fits in (BENCHMARKS.md)."""
     (tmp_path / "train.py").write_text("import torch\n\ntorch.manual_seed(0)\n")  # no pyproject.toml: nothing to parse
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPSCAN_")}
+    env = subprocess_env()
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
         [sys.executable, "-c", _STDLIB_PROBE, "lint", "--no-cache", "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True

@@ -17,6 +17,13 @@ be entry points for other code (a `PtlTrainer.setup` that builds
 `Trainer(deterministic=True)`, called by a launcher): when such code would turn
 determinism on, the rule stays silent, as it does for code behind a condition.
 
+A script that never runs torch is not flagged either: one whose code, and
+the project modules it imports, import nothing but the standard library and
+libraries that never run torch (numpy, pandas, scikit-learn, PIL, ...), such
+as a data-splitting script that seeds `random`. An import of torch, or of any
+other library (timm, Lightning, ...), anywhere in the script, in a function
+it does not call too, counts as running torch.
+
 ## Why is this bad?
 A seed fixes initialisation and data order, but GPU kernels that accumulate
 with atomics, and cuDNN's algorithm choice, still differ between runs: two
@@ -70,7 +77,7 @@ RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    if not ctx.seeds or ctx.enables or ctx.disables:
+    if not ctx.seeds or ctx.enables or ctx.disables or not ctx.uses_torch:
         return
     if ctx.uncalled_enables:
         return  # a function or method the module defines, for other code to call, turns it on

@@ -15,11 +15,25 @@ Functions and methods the module defines but never calls itself may be entry
 points for other code: when such code would enable determinism (or set the
 variable), the rule stays silent here; the script that calls it is checked.
 
+A script that never runs torch (see DET001) is not flagged.
+
+## Torch versions
+Torch checks the variable from 1.7 to 2.9: in deterministic mode the first
+cuBLAS call raises (warns under `warn_only`) unless it is `:4096:8` or
+`:16:8`. Torch 2.10 removed the check (PR #161749): it allocates a cuBLAS
+workspace per handle and stream, which is enough for determinism. So the
+rule applies only where the targeted torch releases include one before
+2.10 (rules/torch.toml records the boundary and how it was established),
+and when they include later ones too, the message says which need it:
+"torch < 2.10 raises without it". It is silent for a project that targets
+2.10 or later only, and so its fix is not offered there, although setting
+the variable is harmless on every release.
+
 ## Why is this bad?
-cuBLAS picks its workspace per stream unless this variable is `:4096:8` or
-`:16:8`, so matrix products are not bitwise reproducible. With determinism on,
-stacks that enforce it raise at the first matmul; others silently stay
-nondeterministic.
+On torch before 2.10, `torch.use_deterministic_algorithms(True)` makes the
+first matrix product raise `RuntimeError: Deterministic behavior was enabled
+... but this operation is not deterministic because it uses CuBLAS` unless the
+variable is `:4096:8` or `:16:8`, usually after the model and data are built.
 
 ## Example
 ```python
@@ -48,7 +62,8 @@ DET001's fix does. Otherwise inserts
 top of the module, after the docstring and `from __future__` imports and before
 the first torch import, adding `import os` if needed (in sorted place among the
 standard-library imports above it, with a blank line after the imports, so
-ruff's E402 and isort rules stay satisfied). Safe.
+ruff's E402 and isort rules stay satisfied). Safe on every torch release;
+offered with the finding, so not where the rule is silent.
 """
 
 from __future__ import annotations
@@ -68,7 +83,7 @@ RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    if ctx.cublas_handled:
+    if ctx.cublas_handled or not ctx.cublas_checked or not ctx.uses_torch:
         return
     if ctx.enables:
         cause = ctx.enables[0]
@@ -87,6 +102,9 @@ def check(ctx: Context) -> None:
     else:
         advice = 'set it to ":4096:8" before torch starts cuBLAS'
         fix = Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", InsertCublasEnv())
+    if ctx.cublas_releases:  # only some targeted releases check it: say which
+        needs = "raises without it" if ctx.strictly_enabled else "requires it in deterministic mode"
+        advice = f"{ctx.cublas_releases} {needs}: {advice}"
     ctx.report(RULE, path, loc, f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; {advice}", fix)
 
 

@@ -2,13 +2,22 @@
 
 ## What it does
 Flags a literal value for `CUBLAS_WORKSPACE_CONFIG` other than `:4096:8` or
-`:16:8`, however it is set.
+`:16:8`, however it is set. A name bound once to a string in the same scope,
+or a module-level constant, counts as that string:
+`WS = ":4096:2"` then `os.environ["CUBLAS_WORKSPACE_CONFIG"] = WS`. A name
+bound more than once, a parameter or a computed value is not known, and is
+not flagged.
+
+## Torch versions
+Only torch before 2.10 checks the value (see DET002): the rule applies where
+the targeted releases include one of those, names them when they are not
+all ("is not accepted by torch < 2.10"), and is silent for 2.10 and later.
 
 ## Why is this bad?
-torch compares the variable with exactly these two strings. Any other value,
-including `:4096:2`, which PyTorch's own RNN/LSTM documentation quotes, leaves
-cuBLAS nondeterministic, and stacks that enforce the check raise at the first
-matmul under `use_deterministic_algorithms(True)`.
+torch before 2.10 compares the variable with exactly these two strings. Any
+other value, including `:4096:2`, which PyTorch's own RNN/LSTM documentation
+quotes, fails the check: the first matmul under
+`use_deterministic_algorithms(True)` raises.
 
 ## Example
 ```python
@@ -21,7 +30,8 @@ os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 ```
 
 ## Fix
-Replaces the value with `:4096:8`. Safe.
+Replaces the value with `:4096:8`, in the constant's own assignment when the
+value came through a name. Safe.
 """
 
 from __future__ import annotations
@@ -40,6 +50,9 @@ RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
+    if not ctx.cublas_checked:
+        return  # no targeted torch checks the value
+    by = ctx.cublas_releases or "torch"
     for event in ctx.cublas_sets:
         value = event.what.value
         if isinstance(value, str) and value not in VALID_CUBLAS:
@@ -47,7 +60,7 @@ def check(ctx: Context) -> None:
                 RULE,
                 event.path,
                 event.loc,
-                f'CUBLAS_WORKSPACE_CONFIG={value!r} is not accepted by torch; use ":4096:8" or ":16:8"',
+                f'CUBLAS_WORKSPACE_CONFIG={value!r} is not accepted by {by}; use ":4096:8" or ":16:8"',
                 Fix('Replace the value with ":4096:8"', "safe", ReplaceCublasValue(value)),
             )
 
@@ -76,11 +89,56 @@ class ReplaceCublasValue(Edit):
         if node is None:
             return False
         for key, value in _env_pairs(node):
-            if string_value(key) == CUBLAS and string_value(value) == self.old:
-                planner.claim(value)
-                planner.edits.replace[value] = lambda updated, v=value: same_quotes(v, CUBLAS_VALUE)
+            if _string(planner, node, key)[0] != CUBLAS:
+                continue
+            text, string = _string(planner, node, value)  # the literal, or the one a constant is bound to
+            if text == self.old and string is not None:
+                if string in planner.edits.replace:
+                    return True  # a constant several findings read: one replacement fixes them all
+                planner.claim(string)
+                planner.edits.replace[string] = lambda updated, v=string: same_quotes(v, CUBLAS_VALUE)
                 return True
         return False
+
+
+def _string(planner: Planner, at, expr):
+    """(value, node) of the string `expr` is, or names: a literal, or a name bound once to one
+    (`WS = ":4096:2"` in the enclosing function, else at module level); (None, None) otherwise."""
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import string_value
+
+    if isinstance(expr, cst.SimpleString):
+        return string_value(expr), expr
+    if not isinstance(expr, cst.Name):
+        return None, None
+    scopes = [a for a in planner.ancestors(at) if isinstance(a, cst.FunctionDef)][:1] + [planner.module]
+    for scope in scopes:
+        found = []
+
+        class Definitions(cst.CSTVisitor):
+            def visit_FunctionDef(self, node):
+                return node is scope
+
+            def visit_ClassDef(self, node):
+                return False
+
+            def visit_Lambda(self, node):
+                return False
+
+            def visit_Assign(self, node):
+                if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and node.targets[0].target.value == expr.value:
+                    found.append(node.value)
+
+            def visit_AnnAssign(self, node):
+                if isinstance(node.target, cst.Name) and node.target.value == expr.value and node.value is not None:
+                    found.append(node.value)
+
+        scope.visit(Definitions())
+        if found:  # lint read the name as a constant: bound once in this scope
+            value = found[0]
+            return (string_value(value), value) if len(found) == 1 and isinstance(value, cst.SimpleString) else (None, None)
+    return None, None
 
 
 def _env_pairs(node):

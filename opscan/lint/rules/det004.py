@@ -9,10 +9,15 @@ itself counts at its call, e.g. Lightning's `Trainer(deterministic=True)`
 constructed after `model.cuda()`.
 
 ## Why is this bad?
-torch reads the variable once per process, when cuBLAS starts; CUDA work
-that has already run may have started it. Setting it later is silently
-ignored, and the run stays nondeterministic (or raises at the first matmul on
-stacks that enforce the check).
+torch before 2.10 reads the variable once per process, at its first cuBLAS
+call, and keeps the answer; CUDA work that has already run may have made
+that call. Setting it later is ignored, and in deterministic mode the run
+raises at a matmul as if it were unset.
+
+## Torch versions
+Only torch before 2.10 reads the variable (see DET002): the rule applies where
+the targeted releases include one of those, names them when they are not all
+("torch < 2.10 reads it when cuBLAS starts"), and is silent for 2.10 and later.
 
 ## Example
 ```python
@@ -50,6 +55,8 @@ RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
+    if not ctx.cublas_checked:
+        return  # no targeted torch reads the variable
     first_cuda = None
     for event in ctx.trace.events:
         what = event.what
@@ -64,14 +71,15 @@ def check(ctx: Context) -> None:
             movable = (
                 (event.path, event.loc) == (path, loc)  # the statement itself is in this script
                 and event.api in (None, "os.environ.setdefault", "os.putenv")  # None: `os.environ[...] =`
-                and isinstance(what.value, str)  # a computed value may need names defined later
+                and what.value.__class__ is str  # a computed value, or a constant, may need names defined later
             )
             ctx.report(
                 RULE,
                 path,
                 loc,
                 f"CUBLAS_WORKSPACE_CONFIG is set{via_text(event)} after CUDA work ({first_cuda.what.call} at {where}); "
-                "set it before any CUDA work, at the top of the script",
+                + (f"{ctx.cublas_releases} reads it when cuBLAS starts: " if ctx.cublas_releases else "")
+                + "set it before any CUDA work, at the top of the script",
                 Fix("Move the assignment to the top of the module", "unsafe", MoveCublasEnv()) if movable else None,
             )
             return

@@ -8,11 +8,21 @@ in the targeted torch version, for example `F.interpolate(mode="bicubic")`,
 `nn.EmbeddingBag(mode="max")`, `torch.histc`, `x.put_(...)`. It looks at the
 script's own module and at the project code that runs from it.
 
-The data lives in `rules/*.toml`, keyed by torch version range; the target
-version comes from `torch-version` in `[tool.opscan]` (default: the newest
-known). It points at the call that creates the layer or runs the op. Where an
-argument that decides it cannot be known statically, it stays silent; ops that
-raise only in backward are not flagged under `torch.no_grad()`.
+The data lives in `rules/*.toml`, keyed by torch version range. It points at
+the call that creates the layer or runs the op. Where an argument that decides
+it cannot be known statically, it stays silent; ops that raise only in
+backward are not flagged under `torch.no_grad()`.
+
+## Torch versions
+The rule checks the torch releases the project targets, as every rule does:
+`--torch-version` or `torch-version` (a version or a specifier such as
+`">=2.4,<2.7"`), else the project's torch requirement (pyproject.toml,
+requirements files, setup.cfg, setup.py, environment.yml, lock files), else
+the installed torch, else every release the rules know (1.8 to the newest).
+An op is flagged when it raises in some targeted release; when not in all of
+them, the message names those it raises in ("in torch < 2.10", "in torch
+1.13 to 2.5"). Where it raises in all of them, the message names the targeted
+range, or the newest release when that is every known one.
 
 ## Why is this bad?
 Under strict determinism these calls raise `RuntimeError: ... does not have a
@@ -37,9 +47,15 @@ Each rule in `rules/` carries a concrete remedy. `opscan scan` confirms on a GPU
 None automatic: the remedy depends on the model.
 """
 
+from __future__ import annotations
+
 from opscan.codes import parse_doc
 from opscan.lint.context import Context
 from opscan.lint.model import UNKNOWN, Call
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from opscan.versions import TorchRange
 
 RULE = parse_doc(__doc__)
 
@@ -56,25 +72,31 @@ def _bind(api, args) -> dict:
     return bound
 
 
-def _index(ops):
+def _index(ops, torch: TorchRange):
+    """API name -> [(op, api, the targeted releases in which the op raises on CUDA)], for ops that raise in some."""
     by_name, by_method = {}, {}
     for op in ops:
+        if "cuda" not in op.devices:
+            continue
+        releases = torch.subset(op.torch)
+        if not releases:
+            continue
         for api in op.apis:
             table = by_method if api.kind == "method" else by_name
-            table.setdefault(api.name, []).append((op, api))
+            table.setdefault(api.name, []).append((op, api, releases))
     return by_name, by_method
 
 
-_INDEXES: dict[str, tuple] = {}  # torch version -> (rule DB, its index): built once per run, not per script
+_INDEXES: dict[tuple[str, ...], tuple] = {}  # targeted releases -> (rule DB, its index): built once per run, not per script
 
 
-def _ops_for(torch_version: str):
+def _ops_for(torch: TorchRange):
     from opscan.rules import load
 
     db = load()
-    cached = _INDEXES.get(torch_version)
+    cached = _INDEXES.get(torch.releases)
     if cached is None or cached[0] is not db:  # a reloaded database gets a new index
-        cached = _INDEXES[torch_version] = (db, _index(db.for_target(torch_version, "cuda")))
+        cached = _INDEXES[torch.releases] = (db, _index(db.ops, torch))
     return cached[1]
 
 
@@ -87,7 +109,7 @@ def check(ctx: Context) -> None:
         if ctx.strictly_enabled
         else ", so under warn_only it silently stays nondeterministic (strict mode would raise)"
     )
-    by_name, by_method = _ops_for(ctx.torch_version)
+    by_name, by_method = _ops_for(ctx.torch)
     seen = set()
     for event in ctx.trace.events + ctx.trace.reachable_calls:
         call = event.what
@@ -101,17 +123,20 @@ def check(ctx: Context) -> None:
         candidates = by_name.get(qualname, [])
         if not candidates and call.method and not qualname.startswith(("numpy.", "pandas.")):
             candidates = by_method.get(call.method, [])  # a tensor method on a receiver of unknown type
-        for op, api in candidates:
+        for op, api, releases in candidates:
             if call.no_grad and op.phase == "backward":
                 continue
             if api.matches(_bind(api, call.args)) is not True:
                 continue
             name = f"`{api.name}`" if api.kind != "method" else f"`.{api.name}()`"
+            # The releases it raises in, where that is not every targeted one; else the targeted range
+            # (by default every known release: the newest is named, as for a single target).
+            which = ctx.torch.describe(releases) or (ctx.torch.newest if ctx.torch.is_every else str(ctx.torch))
             ctx.report(
                 RULE,
                 event.path,
                 event.loc,
-                f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {ctx.torch_version}"
+                f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {which}"
                 f"{consequence}. {op.remedy}",
                 op=op.id,
             )

@@ -1,0 +1,790 @@
+"""The torch releases each linted file targets, and where that came from.
+
+First found wins:
+
+1. `--torch-version`, or `torch-version` in `[tool.opscan]`: a version ("2.11")
+   or a specifier (">=2.4,<2.7");
+2. the project's declared torch requirement, found walking up from the
+   file's folder. In each folder, a lock file (`uv.lock`, `poetry.lock`,
+   `pylock.toml`, `pylock.*.toml`) gives the versions it locks; else the
+   declarations there, together: `pyproject.toml` (`[project]` dependencies
+   and optional dependencies, `[dependency-groups]`, Poetry's
+   `[tool.poetry]` dependencies and groups), `requirements*.txt` and
+   `requirements/*.txt` (following `-r` and `-c`), `setup.cfg`
+   (`install_requires`, `extras_require`), a literal `install_requires` /
+   `extras_require` in `setup.py` (read with `ast`, never run) and
+   `environment.yml` (conda's `pytorch` and the `pip:` list). The walk ends
+   at the first folder with a torch requirement, or after the project's own
+   folder (one with `.git`, `setup.py`, `setup.cfg`, or a `pyproject.toml`
+   that declares a project);
+3. the installed torch, from the metadata (`torch-*.dist-info`) of the first
+   torch on `sys.path`, as `importlib.metadata.version("torch")` finds it,
+   read without importing torch (nor importlib.metadata, which costs lint
+   more start-up than its whole run on a file);
+4. every release the rules know (rules/torch.toml).
+
+Several requirements found together (markers, extras, alternative
+requirement files) target the union of what they admit: a rule that holds
+for some targeted release fires. Files that cannot be read, or a torch
+requirement whose version cannot be read, give a warning, never an error.
+Only the standard library is used: lint's install stays small.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from opscan.versions import TorchRange, VersionError, parse_specifier
+
+LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
+# Patterns are compiled on first use (re caches them), not at import: lint imports this on every run.
+_PYLOCK = r"^pylock\.[^./\\]+\.toml$"
+_REQUIREMENTS = r"(?i)^requirements.*\.(txt|in)$"
+CONDA_NAMES = frozenset({"pytorch", "pytorch-gpu", "pytorch-cpu", "torch"})
+ENV_IGNORE_INSTALLED = "OPSCAN_IGNORE_INSTALLED_TORCH"
+MAX_INCLUDE_DEPTH = 16
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503: 'Torch', 'torch_' ... compare equal."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+# ---------------------------------------------------------------- PEP 508 requirements
+
+
+class Requirement:
+    """A parsed requirement: normalized `name`, `spec` (the version specifier, "" for none), `url`, `marker`."""
+
+    __slots__ = ("name", "spec", "url", "marker")
+
+    def __init__(self, name: str, spec: str = "", url: str = "", marker: str = ""):
+        self.name = name
+        self.spec = spec
+        self.url = url
+        self.marker = marker
+
+    def __repr__(self) -> str:
+        return f"Requirement({self.name!r}, spec={self.spec!r}, url={self.url!r}, marker={self.marker!r})"
+
+
+_REQ_NAME = r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"
+
+
+def parse_requirement(text: str) -> Requirement | None:
+    """`torch[extra]>=2.4,<2.7; python_version > "3.9"`, `torch (==2.4)`, `torch @ https://...`; None if not one."""
+    m = re.match(_REQ_NAME, text)
+    if not m:
+        return None
+    name = normalize_name(m.group(1))
+    rest = text[m.end() :].lstrip()
+    if rest.startswith("["):
+        close = rest.find("]")
+        if close < 0:
+            return None
+        rest = rest[close + 1 :].lstrip()
+    if rest.startswith("@"):
+        url = rest[1:].strip()
+        marker = ""
+        cut = re.search(r"\s+;", url)  # after a URL the marker needs a space before `;` (PEP 508)
+        if cut:
+            url, marker = url[: cut.start()], url[cut.end() :]
+        return Requirement(name, "", url.strip(), marker.strip())
+    spec, _, marker = rest.partition(";")
+    spec = spec.strip()
+    if spec.startswith("(") and spec.endswith(")"):
+        spec = spec[1:-1].strip()
+    if spec and spec[0] not in "<>=!~":
+        return None  # `torch 2.4`: not a requirement
+    return Requirement(name, spec, "", marker.strip())
+
+
+_WHEEL = r"(?i)/(?P<name>[A-Za-z0-9_.]+)-(?P<version>\d[^-/]*)-[^/]*\.whl(?:[#?].*)?$"
+
+
+def url_version(url: str) -> str | None:
+    """The version a wheel URL names (`.../torch-2.4.1%2Bcu121-cp311-...whl`), else None."""
+    m = re.search(_WHEEL, url.replace("%2B", "+").replace("%2b", "+"))
+    if m and normalize_name(m.group("name")) == "torch":
+        return m.group("version")
+    return None
+
+
+# ---------------------------------------------------------------- declarations
+
+
+class Declaration:
+    """One torch requirement read from a file: `text` as written, in `file` (`what`: the table or key)."""
+
+    __slots__ = ("file", "what", "text", "range")
+
+    def __init__(self, file: Path, what: str, text: str, range: TorchRange):
+        self.file = file
+        self.what = what
+        self.text = text
+        self.range = range
+
+
+class _Reader:
+    """Reads the torch requirements of one folder's files; warnings collect in `warnings`."""
+
+    def __init__(self, known: tuple[str, ...], warnings: list[str]):
+        self.known = known
+        self.warnings = warnings
+
+    def _warn(self, message: str) -> None:
+        text = f"warning: {message}"
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def _range(self, file: Path, what: str, text: str, spec: str, *, kind: str = "pip") -> TorchRange:
+        where = _where(file, what, text)
+        try:
+            specs = [_as_pep440(alt, kind) for alt in _alternatives(spec, kind)]
+            if not specs or not all(specs):  # `torch`, `torch = "*"`: any version
+                return TorchRange.every(self.known, where)
+            ranges = [TorchRange.from_spec(alt, self.known, where, label=where) for alt in specs]
+        except VersionError as exc:
+            self._warn(f"{_shown(file)}: cannot read the torch version in {text.strip()!r} ({exc}); targeting every release the rules know")
+            return TorchRange.every(self.known, where)
+        out = ranges[0]
+        for more in ranges[1:]:
+            out = out.union(more, where, spec)
+        if out.warning:
+            self._warn(out.warning)
+        return out
+
+    def pip_line(self, file: Path, what: str, text: str) -> Declaration | None:
+        req = parse_requirement(text)
+        if req is None or req.name != "torch":
+            return None
+        spec = req.spec
+        if req.url:
+            spec = url_version(req.url) or ""
+            if not spec:
+                self._warn(f"{_shown(file)}: torch comes from {req.url!r}, whose version lint cannot read; targeting every release the rules know")
+        r = self._range(file, what, text, spec, kind="bare" if req.url else "pip")
+        return Declaration(file, what, text.strip(), r)
+
+    # -- pyproject.toml ------------------------------------------------------
+
+    def pyproject(self, file: Path) -> list[Declaration]:
+        data = self._toml(file)
+        if data is None:
+            return []
+        out: list[Declaration] = []
+        project = data.get("project")
+        if isinstance(project, dict):
+            out += self._pip_list(file, "[project] dependencies", project.get("dependencies"))
+            optional = project.get("optional-dependencies")
+            if isinstance(optional, dict):
+                for extra, items in optional.items():
+                    out += self._pip_list(file, f"[project.optional-dependencies] {extra}", items)
+        groups = data.get("dependency-groups")
+        if isinstance(groups, dict):
+            for group, items in groups.items():
+                out += self._pip_list(file, f"[dependency-groups] {group}", items)
+        poetry = data.get("tool", {}).get("poetry") if isinstance(data.get("tool"), dict) else None
+        if isinstance(poetry, dict):
+            tables = [("[tool.poetry.dependencies]", poetry.get("dependencies")), ("[tool.poetry.dev-dependencies]", poetry.get("dev-dependencies"))]
+            group_tables = poetry.get("group")
+            if isinstance(group_tables, dict):
+                for group, table in group_tables.items():
+                    if isinstance(table, dict):
+                        tables.append((f"[tool.poetry.group.{group}.dependencies]", table.get("dependencies")))
+            for what, table in tables:
+                if isinstance(table, dict):
+                    for name, value in table.items():
+                        if isinstance(name, str) and normalize_name(name) == "torch":
+                            out += self._poetry(file, what, value)
+        return out
+
+    def _pip_list(self, file: Path, what: str, items) -> list[Declaration]:
+        if not isinstance(items, list):
+            return []
+        found = (self.pip_line(file, what, item) for item in items if isinstance(item, str))
+        return [d for d in found if d is not None]
+
+    def _poetry(self, file: Path, what: str, value) -> list[Declaration]:
+        """`torch = "^2.4"`, `{ version = "^2.4", source = "..." }`, or a list of such tables."""
+        out = []
+        for item in value if isinstance(value, list) else [value]:
+            spec = item.get("version", "*") if isinstance(item, dict) else item
+            if not isinstance(spec, str):
+                continue
+            if isinstance(item, dict) and "version" not in item:
+                if any(k in item for k in ("git", "path", "url")):
+                    self._warn(f"{_shown(file)}: torch comes from {item!r}, whose version lint cannot read; targeting every release the rules know")
+            text = f"torch = {spec!r}"
+            out.append(Declaration(file, what, text, self._range(file, what, text, "" if spec.strip() == "*" else spec, kind="poetry")))
+        return out
+
+    def _toml(self, file: Path) -> dict | None:
+        raw = self._bytes(file)
+        if raw is None or not _mentions_torch(raw):
+            return None
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            return None
+        return data
+
+    def _bytes(self, file: Path) -> bytes | None:
+        try:
+            return file.read_bytes()
+        except OSError as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc.strerror or exc}")
+            return None
+
+    def _text(self, file: Path) -> str | None:
+        raw = self._bytes(file)
+        if raw is None:
+            return None
+        try:
+            return raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            return None
+
+    # -- requirements files ----------------------------------------------------
+
+    def requirements(self, file: Path, seen: set[str] | None = None, depth: int = 0) -> list[Declaration]:
+        """A pip requirements file, following `-r` / `-c` includes (relative to the including file)."""
+        seen = set() if seen is None else seen
+        key = os.path.abspath(file)
+        if key in seen:
+            return []
+        seen.add(key)
+        text = self._text(file)
+        if text is None:
+            return []
+        out: list[Declaration] = []
+        for line in _logical_lines(text):
+            include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=\S))(\S+)", line)
+            if include:
+                target = file.parent / os.path.expandvars(include.group(1))
+                if depth >= MAX_INCLUDE_DEPTH:
+                    continue
+                if not target.is_file():
+                    self._warn(f"{_shown(file)}: included file {include.group(1)} not found")
+                    continue
+                out += self.requirements(target, seen, depth + 1)
+                continue
+            if line.startswith("-"):
+                continue  # -e, --index-url, --hash lines...
+            line = re.split(r"\s+--?[a-z]", line, maxsplit=1)[0]  # per-requirement options (--hash=...)
+            found = self.pip_line(file, "", line)
+            if found is not None:
+                out.append(found)
+        return out
+
+    # -- setup.cfg, setup.py -----------------------------------------------------
+
+    def setup_cfg(self, file: Path) -> list[Declaration]:
+        text = self._text(file)
+        if text is None or "torch" not in text.lower():
+            return []
+        import configparser
+
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(text, source=str(file))
+        except configparser.Error as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {str(exc).splitlines()[0]}")
+            return []
+        out: list[Declaration] = []
+        if parser.has_option("options", "install_requires"):
+            out += self._pip_list(file, "[options] install_requires", _cfg_list(parser.get("options", "install_requires")))
+        if parser.has_section("options.extras_require"):
+            for extra, value in parser.items("options.extras_require"):
+                out += self._pip_list(file, f"[options.extras_require] {extra}", _cfg_list(value))
+        return out
+
+    def setup_py(self, file: Path) -> list[Declaration]:
+        text = self._text(file)
+        if text is None or "torch" not in text.lower():
+            return []
+        import ast
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text, filename=str(file))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {getattr(exc, 'msg', None) or exc}")
+            return []
+        # Module-level names bound once to a literal: `REQUIRES = [...]; setup(install_requires=REQUIRES)`.
+        bound: dict[str, list] = {}
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                bound.setdefault(stmt.targets[0].id, []).append(stmt.value)
+
+        def value_of(node):
+            if isinstance(node, ast.Name) and len(bound.get(node.id, ())) == 1:
+                node = bound[node.id][0]
+            try:
+                return ast.literal_eval(node)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                return None
+
+        out: list[Declaration] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if name != "setup":
+                continue
+            for kw in node.keywords:
+                if kw.arg == "install_requires":
+                    value = value_of(kw.value)
+                    out += self._pip_list(file, "setup(install_requires=...)", list(value) if isinstance(value, (list, tuple)) else None)
+                elif kw.arg == "extras_require":
+                    value = value_of(kw.value)
+                    if isinstance(value, dict):
+                        for extra, items in value.items():
+                            items = [items] if isinstance(items, str) else items
+                            out += self._pip_list(file, f"setup(extras_require={{{extra!r}: ...}})", list(items) if isinstance(items, (list, tuple)) else None)
+        return out
+
+    # -- environment.yml -----------------------------------------------------------
+
+    def environment_yml(self, file: Path) -> list[Declaration]:
+        text = self._text(file)
+        if text is None or "torch" not in text.lower():
+            return []
+        out: list[Declaration] = []
+        for kind, item in conda_dependencies(text):
+            if kind == "pip":
+                include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", item)
+                if include:
+                    target = file.parent / include.group(1)
+                    if target.is_file():
+                        out += self.requirements(target)
+                    else:
+                        self._warn(f"{_shown(file)}: included file {include.group(1)} not found")
+                    continue
+                found = self.pip_line(file, "pip", item)
+                if found is not None:
+                    out.append(found)
+                continue
+            name, spec = conda_spec(item)
+            if name in CONDA_NAMES:
+                out.append(Declaration(file, "dependencies", item, self._range(file, "dependencies", item, spec, kind="conda")))
+        return out
+
+    # -- lock files ------------------------------------------------------------------
+
+    def lock(self, file: Path) -> list[Declaration]:
+        raw = self._bytes(file)
+        if raw is None or not _mentions_torch(raw):
+            return []
+        versions = _locked_versions(raw)
+        if versions is None:  # not the layout the tools write: read it as TOML
+            data = self._toml(file)
+            if data is None:
+                return []
+            packages = data.get("package", data.get("packages", []))
+            versions = [
+                p["version"]
+                for p in (packages if isinstance(packages, list) else [])
+                if isinstance(p, dict) and isinstance(p.get("name"), str) and normalize_name(p["name"]) == "torch" and isinstance(p.get("version"), str)
+            ]
+        out = []
+        for version in dict.fromkeys(versions):
+            text = f"torch {version}"
+            out.append(Declaration(file, "", text, self._range(file, "", text, version, kind="bare")))
+        return out
+
+
+def _mentions_torch(raw: bytes) -> bool:
+    """Whether a file can name torch: it spells the name (in any case), or has escapes a TOML key could hide it in."""
+    return b"torch" in raw.lower() or b"\\u" in raw or b"\\U" in raw
+
+
+def _locked_versions(raw: bytes) -> list[str] | None:
+    """The versions of torch a uv.lock / poetry.lock / pylock.toml locks, read from the layout those tools write.
+
+    Each package is an array-of-tables entry (`[[package]]`, `[[packages]]`)
+    whose keys start with `name = "..."` and `version = "..."` lines. Parsing
+    a large lock file as TOML costs lint tenths of a second; this reads only the
+    torch entries. None when the file names torch but not in that layout.
+    """
+    text = "\n" + raw.decode("utf-8", "replace")
+    versions: list[str] = []
+    found_name = False
+    # Lock files write names normalized. A literal newline, not `^` in multiline mode: ten times faster.
+    for m in re.finditer(r'\nname[ \t]*=[ \t]*"torch"[ \t]*(?=\r?\n|$)', text):
+        header = text.rfind("\n[", 0, m.start())
+        header_line = text[header + 1 : text.find("\n", header + 1)].strip() if header >= 0 else ""
+        if header_line not in ("[[package]]", "[[packages]]"):
+            continue
+        found_name = True
+        end = text.find("\n[", m.end())
+        block = text[m.end() : end if end >= 0 else len(text)]
+        v = re.search(r'(?m)^version\s*=\s*"([^"\\]*)"[ \t\r]*$', block)
+        if v:
+            versions.append(v.group(1))
+    return versions if found_name else None
+
+
+def _logical_lines(text: str):
+    """A requirements file's lines: comments dropped, `\\` continuations joined, blank ones skipped."""
+    pending = ""
+    for raw in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw)
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line:
+            yield line
+    if pending.strip():
+        yield pending.strip()
+
+
+def _cfg_list(value: str) -> list[str]:
+    """setup.cfg's dangling list: one requirement a line (comments dropped)."""
+    return [line for line in (re.sub(r"(^|\s)#.*$", "", raw).strip() for raw in value.splitlines()) if line]
+
+
+def conda_dependencies(text: str) -> list[tuple[str, str]]:
+    """The items of `environment.yml`'s top-level `dependencies:` list, as ("conda", spec) or ("pip", requirement).
+
+    A line reader for the layout conda writes and people write by hand: block
+    lists (`  - pytorch=2.4`), a nested `- pip:` list, flow lists (`[a, b]`),
+    quotes and comments. It needs no YAML library.
+    """
+    out: list[tuple[str, str]] = []
+    in_deps = False
+    item_indent = None
+    pip_indent = None  # the indent of the `- pip:` item while its sub-list is read
+    for raw in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        body = line.strip()
+        if indent == 0 and not body.startswith("-"):
+            key, _, rest = body.partition(":")
+            in_deps = key.strip().strip("'\"") == "dependencies"
+            item_indent = pip_indent = None
+            if in_deps and rest.strip().startswith("["):
+                out += [("conda", _unquote(x)) for x in rest.strip()[1:].rstrip("]").split(",") if x.strip()]
+                in_deps = False
+            continue
+        if not in_deps or not body.startswith("-"):
+            continue
+        item = body[1:].strip()
+        if pip_indent is not None and indent > pip_indent:
+            if item:
+                out.append(("pip", _unquote(item)))
+            continue
+        pip_indent = None
+        if item_indent is None:
+            item_indent = indent
+        m = re.match(r"^['\"]?pip['\"]?\s*:\s*(.*)$", item)
+        if m:
+            pip_indent = indent
+            rest = m.group(1).strip()
+            if rest.startswith("["):
+                out += [("pip", _unquote(x)) for x in rest[1:].rstrip("]").split(",") if x.strip()]
+                pip_indent = None
+            continue
+        if item:
+            out.append(("conda", _unquote(item)))
+    return out
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1].strip()
+    return text
+
+
+def conda_spec(item: str) -> tuple[str, str]:
+    """A conda match spec, `channel::pytorch=2.4=build`, `pytorch>=2.4,<2.7`, `pytorch 2.4.*`,
+    `pytorch[version='>=2.4']` -> (name, version spec in conda's syntax, "" for none)."""
+    item = item.split("::", 1)[-1].strip()
+    m = re.match(r"^([A-Za-z0-9_.-]+)\s*(.*)$", item)
+    if not m:
+        return "", ""
+    name, rest = m.group(1).lower(), m.group(2).strip()
+    if rest.startswith("["):
+        v = re.search(r"version\s*=\s*['\"]?([^'\",\]]+(?:,[^'\"\]]+)*)['\"]?", rest)
+        return name, v.group(1).strip() if v else ""
+    if rest.startswith("=") and not rest.startswith("=="):
+        rest = rest[1:].split("=", 1)[0]  # `=2.4` (fuzzy) or `=2.4.0=build`
+        return name, rest.strip() and f"={rest.strip()}"
+    rest = rest.split()[0] if rest and rest[0] not in "<>=!~" and " " in rest else rest  # `pytorch 2.4.* build`
+    return name, rest.strip()
+
+
+def _alternatives(spec: str, kind: str) -> list[str]:
+    """A constraint with alternatives (`^2.4 || ^3.0`, conda's `2.4|2.5`) as its alternatives."""
+    if kind == "poetry":
+        return [s for s in (p.strip() for p in spec.split("||")) if s]
+    if kind == "conda":
+        return [s for s in (p.strip() for p in spec.split("|")) if s]
+    return [spec]
+
+
+def _as_pep440(spec: str, kind: str) -> str:
+    """A Poetry or conda constraint as a PEP 440 specifier; a pip one as it is."""
+    spec = spec.strip()
+    if kind in ("bare", "pip"):
+        return spec
+    clauses = [c for c in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", spec) if c]
+    out = []
+    for clause in clauses:
+        m = re.match(r"^(\^|~=|~|==|=|!=|<=|>=|<|>)?\s*(\S+)$", clause)
+        if not m:
+            raise VersionError(f"bad version clause {clause!r} in {spec!r}")
+        op, version = m.group(1) or "", m.group(2)
+        if version == "*":
+            continue
+        if version.endswith("*") and not version.endswith(".*"):  # conda's `2.4*`
+            version = version[:-1].rstrip(".") + ".*"
+        parts = version.split(".")
+        numeric = [p for p in parts if p.isdigit()]
+        if op == "^":
+            if not numeric:
+                raise VersionError(f"bad version clause {clause!r} in {spec!r}")
+            nums = [int(p) for p in numeric]
+            first = next((i for i, n in enumerate(nums) if n != 0), len(nums) - 1)
+            upper = nums[: first + 1]
+            upper[-1] += 1
+            out += [f">={version}", "<" + ".".join(map(str, upper))]
+        elif op == "~" and kind == "poetry":
+            nums = [int(p) for p in numeric] or [0]
+            upper = nums[:2] if len(nums) >= 2 else nums[:1]
+            upper[-1] += 1
+            out += [f">={version}", "<" + ".".join(map(str, upper))]
+        elif op in ("", "=") and kind == "conda":  # conda's `=2.4` and `pytorch 2.4` are fuzzy: any 2.4.x
+            out.append(f"=={version}" if version.endswith(".*") else f"=={version}.*")
+        elif op == "":
+            out.append(f"=={version}")
+        else:
+            out.append(f"{op}{version}")
+    return ",".join(out) if out else ""
+
+
+def _where(file: Path, what: str, text: str) -> str:
+    return f"{_shown(file)}{' ' + what if what else ''}: {text.strip()}"
+
+
+def _shown(path: Path | str) -> str:
+    """A path as lint prints it: relative to the working directory when below it."""
+    rel = os.path.relpath(path)
+    return Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
+
+
+# ---------------------------------------------------------------- the installed torch
+
+
+def installed_torch(path: list[str] | None = None) -> tuple[str, str] | None:
+    """(version, metadata folder) of the torch `importlib.metadata.version("torch")` would report, or None.
+
+    The same search as importlib.metadata's path finder: each `sys.path`
+    folder in order, the first `torch-*.dist-info` or `torch*.egg-info` in it
+    (its name normalized as PEP 503 does), its `Version:` header.
+    """
+    for entry in sys.path if path is None else path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except (OSError, ValueError):  # a zip file, a folder that is gone
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            project = low.rpartition(".")[0].partition("-")[0]
+            if re.sub(r"[-_.]+", "_", project) != "torch":
+                continue
+            meta = os.path.join(folder, name)
+            if os.path.isdir(meta):
+                meta = os.path.join(meta, "METADATA" if low.endswith(".dist-info") else "PKG-INFO")
+            version = _metadata_version(meta)
+            if version:
+                return version, os.path.join(folder, name)
+    return None
+
+
+def _metadata_version(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64 * 1024)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line
+        if line.lower().startswith("version:"):
+            return line.split(":", 1)[1].strip() or None
+    return None
+
+
+# ---------------------------------------------------------------- per file
+
+
+class TorchTargets:
+    """The torch range each linted file targets (see the module docstring), resolved once per folder.
+
+    `configured` is `--torch-version` or `torch-version` from the config,
+    `configured_from` says which; `installed` False skips the installed torch
+    (as does OPSCAN_IGNORE_INSTALLED_TORCH=1); `stop_at` ends the walk up
+    after that folder. `warnings` collects, once each, what could not be read.
+    """
+
+    def __init__(
+        self,
+        known: tuple[str, ...],
+        configured: str | None = None,
+        configured_from: str = "--torch-version",
+        *,
+        installed: bool = True,
+        stop_at: Path | None = None,
+    ):
+        self.known = tuple(known)
+        self.warnings: list[str] = []
+        self.installed = installed and os.environ.get(ENV_IGNORE_INSTALLED, "") in ("", "0")
+        self.stop_at = Path(os.path.abspath(stop_at)) if stop_at is not None else None
+        self._reader = _Reader(self.known, self.warnings)
+        self._folders: dict[str, tuple[TorchRange, str] | None] = {}  # folder -> (range, the folder it was declared in)
+        self._fallback: TorchRange | None = None
+        self.fixed: TorchRange | None = None  # the configured range, which every file gets
+        if configured is not None:
+            self.fixed = TorchRange.from_spec(configured, self.known, configured_from, label=f"torch {configured} (from {configured_from})")
+            if self.fixed.warning:
+                self.warnings.append(f"warning: {self.fixed.warning}")
+        self.used: dict[tuple[TorchRange, str], int] = {}  # (range, project folder or "") -> files
+
+    def for_file(self, path: Path | str) -> TorchRange:
+        found = self._lookup(path)
+        key = (found[0], found[1])
+        self.used[key] = self.used.get(key, 0) + 1
+        return found[0]
+
+    def _lookup(self, path: Path | str) -> tuple[TorchRange, str]:
+        if self.fixed is not None:
+            return self.fixed, ""
+        folder = os.path.dirname(os.path.abspath(path))
+        found = self._folder(folder)
+        return found if found is not None else (self.fallback(), "")
+
+    def _folder(self, folder: str) -> tuple[TorchRange, str] | None:
+        """The declared range for files in `folder`, walking up; None where the project declares none."""
+        chain: list[str] = []
+        found = None
+        current = folder
+        while True:
+            if current in self._folders:
+                found = self._folders[current]
+                break
+            chain.append(current)
+            declared, boundary = self._declared_in(current)
+            if declared is not None:
+                found = (declared, current)
+                break
+            parent = os.path.dirname(current)
+            if boundary or parent == current or (self.stop_at is not None and current == str(self.stop_at)):
+                found = None
+                break
+            current = parent
+        for seen in chain:
+            self._folders[seen] = found
+        return found
+
+    def _declared_in(self, folder: str) -> tuple[TorchRange | None, bool]:
+        """The union of the torch requirements declared by one folder's files, and whether it ends the walk."""
+        try:
+            names = os.listdir(folder)
+        except (OSError, ValueError):
+            return None, False
+        present = set(names)
+        base = Path(folder)
+        reader = self._reader
+        declarations: list[Declaration] = []
+        for name in [*LOCK_FILES, *sorted(n for n in names if n.startswith("pylock.") and re.match(_PYLOCK, n))]:
+            if name in present and os.path.isfile(base / name):
+                declarations += reader.lock(base / name)
+        if not declarations:
+            if "pyproject.toml" in present:
+                declarations += reader.pyproject(base / "pyproject.toml")
+            requirement_files = sorted(n for n in names if n[:12].lower() == "requirements" and re.match(_REQUIREMENTS, n) and os.path.isfile(base / n))
+            if "requirements" in present and os.path.isdir(base / "requirements"):
+                try:
+                    requirement_files += sorted(
+                        f"requirements/{n}" for n in os.listdir(base / "requirements") if n.endswith((".txt", ".in")) and os.path.isfile(base / "requirements" / n)
+                    )
+                except OSError:
+                    pass
+            seen: set[str] = set()
+            for name in requirement_files:
+                declarations += reader.requirements(base / name, seen)
+            if "setup.cfg" in present:
+                declarations += reader.setup_cfg(base / "setup.cfg")
+            if "setup.py" in present:
+                declarations += reader.setup_py(base / "setup.py")
+            for name in ("environment.yml", "environment.yaml"):
+                if name in present:
+                    declarations += reader.environment_yml(base / name)
+        boundary = bool(present & {".git", ".hg", "setup.py", "setup.cfg"}) or (
+            "pyproject.toml" in present and _declares_project(base / "pyproject.toml")
+        )
+        if not declarations:
+            return None, boundary
+        return _union(declarations), boundary
+
+    def fallback(self) -> TorchRange:
+        """Where the project declares nothing: the installed torch, else every known release."""
+        if self._fallback is None:
+            found = installed_torch() if self.installed else None
+            if found is not None:
+                version, meta = found
+                where = f"installed torch {version} ({_shown(meta)})"
+                try:
+                    self._fallback = TorchRange.from_spec(version, self.known, where, label=f"the {where}")
+                except VersionError:
+                    self.warnings.append(f"warning: the installed torch's version {version!r} ({_shown(meta)}) is not one lint can read; targeting every release the rules know")
+                    self._fallback = TorchRange.every(self.known)
+                if self._fallback.warning:
+                    self.warnings.append(f"warning: {self._fallback.warning}")
+            else:
+                self._fallback = TorchRange.every(self.known)
+        return self._fallback
+
+    def summary(self) -> list[tuple[TorchRange, str, int]]:
+        """(range, the folder that declared it or "", how many files) for every range used so far."""
+        return [(r, folder, n) for (r, folder), n in self.used.items()]
+
+
+def _union(declarations: list[Declaration]) -> TorchRange:
+    wheres = [d.range.where for d in declarations]
+    where = "; ".join(wheres[:3]) + (f"; and {len(wheres) - 3} more" if len(wheres) > 3 else "")
+    spec = " or ".join(d.range.spec or "any" for d in declarations)
+    out = declarations[0].range
+    for d in declarations[1:]:
+        out = out.union(d.range, where, spec)
+    return TorchRange(out.releases, out.known, where, spec, out.warning) if len(declarations) > 1 else out
+
+
+def _declares_project(path: Path) -> bool:
+    """A pyproject.toml with a `[project]` or `[tool.poetry]` table (seen in its text, not parsed)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    return bool(re.search(rb"(?m)^\s*\[\s*(project|tool\.poetry)\s*\]", raw))
