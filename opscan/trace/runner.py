@@ -73,6 +73,7 @@ def run(
     seed: int | None = None,
     modes: ModeFactory = lambda model: (),
     on_step: Callable[[int], None] | None = None,
+    workload=None,
 ) -> Outcome:
     """Run `target` for `steps` steps on `device` under the context managers `modes(model)` returns.
 
@@ -82,6 +83,8 @@ def run(
     `modes` gets the model (None for a script) once it is on the device.
     `on_step(i)` is called after step i (0-based) has finished. With `seed`,
     torch, `random` and numpy are seeded before the target is built.
+    `workload`, a `targets.Workload` already built (a test's model and
+    inputs), is run instead of loading `target`, which then only names it.
     """
     import torch
 
@@ -98,7 +101,7 @@ def run(
                 if target.kind == "script":
                     _run_script(target, steps, modes, on_step, outcome)
                 else:
-                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome)
+                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, workload)
             finally:
                 outcome.benchmark_site = watch.site
                 if outcome.flags is None:
@@ -119,7 +122,7 @@ def run(
     return outcome
 
 
-def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome) -> None:
+def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, workload=None) -> None:
     import torch
 
     from opscan.trace import targets as loaders
@@ -130,7 +133,8 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
             f"{target.name}: --input-shape applies to torchvision:, timm: and hf: targets only; "
             "a FILE.py:CALLABLE target builds its own inputs"
         )
-    workload = loaders.load_target(target.spec, input_shape=input_shape)
+    if workload is None:
+        workload = loaders.load_target(target.spec, input_shape=input_shape)
     workload = workload.to(device)
     optimizer = torch.optim.SGD(workload.model.parameters(), lr=0.01, momentum=0.9) if train else None
     with contextlib.ExitStack() as stack:
