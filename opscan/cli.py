@@ -17,6 +17,8 @@ from opscan._version import __version__
 COMMANDS = {
     "lint": ("opscan.commands.lint", "Static check of training scripts (no torch needed)."),
     "scan": ("opscan.commands.scan", "Run a model forward+backward in strict deterministic mode and list every op that raises."),
+    "record": ("opscan.commands.record", "Record every op of N training steps, with bitwise fingerprints, to a JSON Lines file."),
+    "diff": ("opscan.commands.diff", "Record a run twice (in two fresh processes) and name where and why the runs part."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
