@@ -80,6 +80,8 @@ _RANDOM_WITHOUT_GENERATOR = frozenset(
         "aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_efficient_attention",
         "aten._scaled_dot_product_cudnn_attention", "aten._flash_attention_forward", "aten._efficient_attention_forward",
         "aten._cudnn_rnn",
+        # Factory ops whose default overloads take no generator (their `.generator` overloads do).
+        "aten.rand", "aten.randn", "aten.randint", "aten.randperm", "aten.rand_like", "aten.randn_like", "aten.randint_like",
     }
 )  # fmt: skip
 

@@ -136,6 +136,8 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
     if workload is None:
         workload = loaders.load_target(target.spec, input_shape=input_shape)
     workload = workload.to(device)
+    if train and not any(True for _ in workload.model.parameters()):
+        raise TargetError(f"{target.name}: the model has no parameters to train, so there is no optimizer step to take")
     optimizer = torch.optim.SGD(workload.model.parameters(), lr=0.01, momentum=0.9) if train else None
     with contextlib.ExitStack() as stack:
         for mode in modes(workload.model):
