@@ -62,9 +62,13 @@ def check_record_args(args: argparse.Namespace, command: str):
         settings = config.load(target_paths(targets), args.config).scan
     except config.ConfigError as exc:
         return None, None, error(str(exc))
-    if args.input_shape is not None and targets[0].kind != "zoo":
+    target = targets[0]
+    if args.input_shape is not None and target.kind != "zoo":
         return None, None, error("--input-shape applies to torchvision:, timm: and hf: targets only")
-    return targets[0], settings, None
+    path = target_paths([target])[0]
+    if path != "." and not os.path.isfile(path):
+        return None, None, error(f"{path}: no such file")
+    return target, settings, None
 
 
 def check_output_path(path: str) -> str | None:
