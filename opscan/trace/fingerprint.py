@@ -193,9 +193,31 @@ class _Stage:
         strides = self._strides.get(shape)
         if strides is None:
             strides = self._strides[shape] = _contiguous_strides(shape)
-        torch.as_strided(self.buf, shape, strides, row * ROW).copy_(t)
+        self.buf.as_strided(shape, strides, row * ROW).copy_(t)
         self.used_rows = row + count
         return self.batch, row, count
+
+    def put_many(self, tensors: list[torch.Tensor]) -> list[tuple[list, int, int]]:
+        """`put` for many tensors: their destination views first, then one multi-tensor copy per batch."""
+        placed, dsts, srcs = [], [], []
+        for t in tensors:
+            n = t.numel()
+            count = -(-n // ROW)
+            if self.used_rows + count > self.rows:
+                _copy_all(dsts, srcs)
+                dsts, srcs = [], []
+                self.flush()
+            row = self.used_rows
+            shape = t.shape
+            strides = self._strides.get(shape)
+            if strides is None:
+                strides = self._strides[shape] = _contiguous_strides(shape)
+            dsts.append(self.buf.as_strided(shape, strides, row * ROW))
+            srcs.append(t)
+            self.used_rows = row + count
+            placed.append((self.batch, row, count))
+        _copy_all(dsts, srcs)
+        return placed
 
     def flush(self) -> None:
         """Reduce every used row into slots; zero the rows for the next batch."""
@@ -261,6 +283,18 @@ class _Host:
 
     def floats(self, k: int, n: int) -> list[float]:
         return self.host.view(torch.float32)[2 * k : 2 * k + n].tolist()
+
+
+def _copy_all(dsts: list, srcs: list) -> None:
+    """dst.copy_(src) for each pair: one multi-tensor launch (`torch._foreach_copy_`, torch 2.2 and later)."""
+    if not dsts:
+        return
+    foreach = getattr(torch, "_foreach_copy_", None)
+    if foreach is not None:
+        foreach(dsts, srcs)
+        return
+    for dst, src in zip(dsts, srcs):
+        dst.copy_(src)
 
 
 def _contiguous_strides(shape) -> tuple:
@@ -340,6 +374,32 @@ class Fingerprinter:
                 kind = 1
         entries.append(("d", slots, k, kind, size))
         return handle
+
+    def add_many(self, tensors: list[torch.Tensor], norm_index: int | None = None) -> list[int]:
+        """`add` for a list of tensors; those that stage together are copied by one `_foreach_copy_`.
+
+        `norm_index`: the one tensor whose norm is wanted (None: none).
+        """
+        groups: dict = {}
+        handles: list = [None] * len(tensors)
+        for i, t in enumerate(tensors):
+            n = t.numel()
+            stage = self._stages.get((t.device, t.dtype), False) if n else None
+            if stage is False:
+                stage = self._stage_for(t.device, t.dtype)
+            if stage is None or not stage.fits(n) or i == norm_index:
+                handles[i] = self.add(t, i == norm_index)
+                continue
+            group = groups.get(id(stage))
+            if group is None:
+                group = groups[id(stage)] = (stage, [], [])
+            group[1].append(i)
+            group[2].append(t)
+        for stage, indexes, items in groups.values():
+            for i, placed in zip(indexes, stage.put_many(items)):
+                self._entries.append(("s", stage, *placed, False))
+                handles[i] = self._base + len(self._entries) - 1
+        return handles
 
     def derive(self, base: int | None, view: torch.Tensor, base_tensor: torch.Tensor) -> int | None:
         """A handle for a view of an already fingerprinted tensor, without reading its values.

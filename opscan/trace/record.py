@@ -42,7 +42,6 @@ import math
 import os
 import struct
 import sys
-import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -54,9 +53,9 @@ from opscan.trace.fingerprint import DEFAULT_SCHEME, FLOATS, Fingerprinter
 from opscan.trace.sourcemap import (
     NOWHERE,
     PHASE_BACKWARD,
+    PHASE_FORWARD,
     SourceMap,
     _get_sequence_nr,
-    current_autograd_node,
     display_path,
     locate,
 )
@@ -66,7 +65,7 @@ SAMPLE = 256  # elements per parameter sample
 
 _grad_enabled = torch._C.is_grad_enabled
 _set_grad_enabled = torch._C._set_grad_enabled
-# Present in torch 2.11 and 2.14 (torch/csrc/autograd/init.cpp); without it backward ops have no forward line.
+# Present in torch 2.11 and 2.14 (torch/csrc/autograd/python_engine.cpp); without it backward ops have no forward line.
 _current_node = getattr(torch._C, "_current_autograd_node", None)
 
 # Ops whose outputs are uninitialised memory: fingerprinting them would only fingerprint garbage.
@@ -89,13 +88,14 @@ _RANDOM_WITHOUT_GENERATOR = frozenset(
 class OpInfo:
     """What the schema says about one OpOverload, worked out once per run."""
 
-    __slots__ = ("name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator")
+    __slots__ = ("name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
 
     def __init__(self, func):
         self.name = name = str(func)  # "aten.add.Tensor"
         self.jname = json.dumps(name)
         packet = ".".join(name.split(".")[:2])
         self.skip = name.startswith("profiler.")
+        self.loss_seed = name == "aten.ones_like.default"  # autograd seeds backward() with ones_like(loss)
         self.uninitialised = packet in _UNINITIALISED
         schema = func._schema
         self.tensor_pos: list[int] = []  # positional tensor arguments the op reads
@@ -166,7 +166,19 @@ class RecordFile:
 
 
 class RecordMode(TorchDispatchMode):
-    """Record every op to the recorder; see the module docstring for the per-op path."""
+    """Record every op to the recorder; see the module docstring for the per-op path.
+
+    The common case is inline here (plain tensors, already seen inputs, one
+    device); everything else goes to the recorder's slower helpers.
+    """
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # TorchDispatchMode wraps __torch_dispatch__ in torch._disable_dynamo unless a
+        # subclass opts out (torch/utils/_python_dispatch.py, 2.11 and 2.14): the wrapper
+        # costs ~2 us per op and imports torch._dynamo on first use. A record never runs
+        # under Dynamo: compiled code calls its kernels directly, past any dispatch mode.
+        return False
 
     def __init__(self, recorder: Recorder):
         super().__init__()
@@ -178,45 +190,84 @@ class RecordMode(TorchDispatchMode):
         if info is None:
             info = r.infos[func] = OpInfo(func)
         if kwargs is None:
-            kwargs = {}
+            kwargs = _NO_KWARGS
         if info.skip:
             return func(*args, **kwargs)
         sm = r.sourcemap
-        node = _current_node() if _current_node is not None else None
+        grad = _grad_enabled()
+        node = _current_node()
         if node is None:
-            frame = sys._getframe(1)
-            grad = _grad_enabled()
+            frame = _getframe(1)
             site = locate(frame)
-            if _get_sequence_nr is not None:
-                seq = _get_sequence_nr()
-                if seq != sm.last_seq:
-                    sm.record_nodes(seq, frame, site if grad else None)
-            phase = sm.phase(frame, None)
+            seq = _get_sequence_nr()
+            if seq != sm.last_seq:
+                sm.record_nodes(seq, frame, site if grad else None)
+            phase = sm.phase(frame, None) if sm._stepping else PHASE_FORWARD
         else:
-            grad = _grad_enabled()
             site = sm.node_site(node) or NOWHERE
             phase = PHASE_BACKWARD
+        rng = r.rng_state(info, args, kwargs) if info.random else None
         if grad:
             _set_grad_enabled(False)
         try:
-            rng = r.rng_state(info, args, kwargs) if info.random else None
-            ins, shapes, dtypes = r.inputs(info, args, kwargs)
+            # Inputs: a tensor seen before (same object, same version) reuses its handle.
+            ins, shapes, dtypes = [], [], []
+            track_get = r.track.get
+            n = len(args)
+            for pos in info.tensor_pos:
+                if pos >= n:
+                    break
+                v = args[pos]
+                if type(v) in _TENSORS:
+                    e = track_get(id(v))
+                    ins.append(e[2] if e is not None and e[0]() is v and e[1] == v._version else r.new_input(v))
+                    shapes.append(v.shape)
+                    dtypes.append(v.dtype)
+                elif v is not None:
+                    r.more_inputs(v, ins, shapes, dtypes)
+            if info.tensor_kw:
+                for name in info.tensor_kw:
+                    v = kwargs.get(name)
+                    if v is not None:
+                        r.more_inputs(v, ins, shapes, dtypes)
+        except RuntimeError:
+            ins, shapes, dtypes = r.inputs_slowly(info, args, kwargs)
         finally:
             if grad:
                 _set_grad_enabled(True)
+
         out = func(*args, **kwargs)
+
         if grad:
             _set_grad_enabled(False)
         try:
-            outs, norm = r.outputs(info, out, args, kwargs, ins)
-            if info.name == "aten.ones_like.default" and node is None:
+            if type(out) in _TENSORS and not info.mutable and not info.view and not info.uninitialised:
+                h = r.new(out, out.dtype in FLOATS)
+                outs, norm = [h], h
+            else:
+                outs, norm = r.outputs(info, out, args, kwargs, ins)
+            if info.loss_seed and node is None:
                 r.maybe_loss(args)
         finally:
             if grad:
                 _set_grad_enabled(True)
-        with r.lock:
-            r.ops.append((info, phase, site, ins, shapes, dtypes, outs, norm, rng))
+        r.ops.append((info, phase, site, ins, shapes, dtypes, outs, norm, rng))
         return out
+
+
+_NO_KWARGS: dict = {}
+_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_getframe = sys._getframe
+if _current_node is None:  # no forward lines for backward ops, but still a record
+
+    def _current_node():
+        return None
+
+
+if _get_sequence_nr is None:
+
+    def _get_sequence_nr():
+        return -1
 
 
 class Recorder:
@@ -249,7 +300,6 @@ class Recorder:
         self.fpr = Fingerprinter(scheme, staged=staged)
         self.infos: dict = {}
         self.ops: list[tuple] = []
-        self.lock = threading.Lock()
         self.stats = RecordStats()
         self.sourcemap = SourceMap(())
         self.track: dict[int, tuple] = {}  # id(tensor) -> (weakref, _version, handle or None)
@@ -257,6 +307,8 @@ class Recorder:
         self.optimizer = None
         self._param_ids: dict[int, str] = {}  # id(parameter) -> name
         self._param_handles: dict[int, str] = {}  # fingerprint handle -> parameter name, for `p:NAME@FP` inputs
+        self._samples: dict[int, tuple] = {}
+        self._uninitialised: set[int] = set()  # storages made by `empty` and not yet written (data_ptr)
         self._site_json: dict = {}
         self._shape_json: dict = {}
         self._dtype_json: dict = {}
@@ -319,7 +371,7 @@ class Recorder:
             return
         self.track[id(t)] = (weakref.ref(t), version, handle)
 
-    def _new(self, t, norm: bool = False):
+    def new(self, t, norm: bool = False):
         """Fingerprint a tensor now and remember it; None where it has no values to fingerprint."""
         if t.layout is not torch.strided or t.is_meta:
             return None
@@ -327,13 +379,34 @@ class Recorder:
             handle = self.fpr.add(t, norm)
         except (RuntimeError, TypeError):  # a tensor subclass or dtype the reductions refuse
             return None
-        self._register(t, handle)
-        name = self._param_ids.get(id(t))
-        if name is not None:
-            self._param_handles[handle] = name
+        try:
+            self.track[id(t)] = (weakref.ref(t), t._version, handle)
+        except RuntimeError:
+            pass
+        if self._param_ids:
+            name = self._param_ids.get(id(t))
+            if name is not None:
+                self._param_handles[handle] = name
         return handle
 
-    def _ref(self, t):
+    def new_input(self, t):
+        """An input no recorded op produced: fingerprinted now, unless its memory is still uninitialised.
+
+        `nn.Linear(...)` in a script makes its weight with `torch.empty` and wraps
+        it in a Parameter (a new tensor object, made without any op) before
+        `uniform_` fills it: what `uniform_` reads then is garbage, different in
+        every run, and is not fingerprinted.
+        """
+        if self._uninitialised and t.layout is torch.strided and not t.is_meta:
+            try:
+                if t.untyped_storage().data_ptr() in self._uninitialised:
+                    self._register(t, None)
+                    return None
+            except RuntimeError:
+                pass
+        return self.new(t)
+
+    def ref(self, t):
         """The handle of a tensor's current values: reused when an op already produced them."""
         entry = self.track.get(id(t))
         if entry is not None and entry[0]() is t:
@@ -343,33 +416,32 @@ class Recorder:
                 version = -1
             if entry[1] == version:
                 return entry[2]
-        return self._new(t)
+        return self.new_input(t)
 
-    def inputs(self, info: OpInfo, args, kwargs):
+    def more_inputs(self, value, ins, shapes, dtypes) -> None:
+        """Inputs past the common case: a tensor subclass, or a list of tensors (flattened)."""
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, torch.Tensor):
+                ins.append(self.ref(item))
+                shapes.append(item.shape)
+                dtypes.append(item.dtype)
+
+    def inputs_slowly(self, info: OpInfo, args, kwargs):
+        """The inputs, each through `ref` (an inference tensor has no `_version` to compare)."""
         ins, shapes, dtypes = [], [], []
         n = len(args)
         for pos in info.tensor_pos:
-            if pos < n:
-                self._input(args[pos], ins, shapes, dtypes)
+            if pos < n and args[pos] is not None:
+                self.more_inputs(args[pos], ins, shapes, dtypes)
         for name in info.tensor_kw:
             value = kwargs.get(name)
             if value is not None:
-                self._input(value, ins, shapes, dtypes)
+                self.more_inputs(value, ins, shapes, dtypes)
         return ins, shapes, dtypes
 
-    def _input(self, value, ins, shapes, dtypes) -> None:
-        if isinstance(value, torch.Tensor):
-            ins.append(self._ref(value))
-            shapes.append(value.shape)
-            dtypes.append(value.dtype)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, torch.Tensor):
-                    ins.append(self._ref(item))
-                    shapes.append(item.shape)
-                    dtypes.append(item.dtype)
-
     def outputs(self, info: OpInfo, out, args, kwargs, ins):
+        """Handles for what the op returned, then for what it wrote in place and did not return."""
         tensors = []
         if isinstance(out, torch.Tensor):
             tensors.append(out)
@@ -380,16 +452,26 @@ class Recorder:
                 elif isinstance(item, (list, tuple)):
                     tensors.extend(x for x in item if isinstance(x, torch.Tensor))
         if info.mutable:
+            if self._uninitialised:  # what the op writes is initialised from now on
+                self._written(info, args, kwargs)
+            seen = {id(t) for t in tensors}
             for pos, name, kw_only in info.mutable:
                 value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
                 for t in value if isinstance(value, (list, tuple)) else (value,):
-                    if isinstance(t, torch.Tensor) and not any(t is x for x in tensors):
+                    if isinstance(t, torch.Tensor) and id(t) not in seen:
+                        seen.add(id(t))
                         tensors.append(t)
         outs, norm = [], None
         if info.uninitialised:
             for t in tensors:
                 self._register(t, None)
                 outs.append(None)
+                try:
+                    ptr = t.untyped_storage().data_ptr()
+                except RuntimeError:
+                    continue
+                if ptr:
+                    self._uninitialised.add(ptr)
             return outs, None
         if info.view:
             base = _first_tensor(args)
@@ -399,15 +481,50 @@ class Recorder:
                 self._register(t, derived)
                 outs.append(derived)
             return outs, None
+        if len(tensors) > 2:  # a foreach op's lists: staged in one multi-tensor copy where they can be
+            return self.new_many(tensors)
         want = True
         for t in tensors:
             if want and t.dtype in FLOATS:
-                handle = self._new(t, True)
+                handle = self.new(t, True)
                 norm, want = handle, False
             else:
-                handle = self._new(t)
+                handle = self.new(t)
             outs.append(handle)
         return outs, norm
+
+    def _written(self, info: OpInfo, args, kwargs) -> None:
+        for pos, name, kw_only in info.mutable:
+            value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
+            for t in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(t, torch.Tensor):
+                    try:
+                        self._uninitialised.discard(t.untyped_storage().data_ptr())
+                    except RuntimeError:
+                        pass
+
+    def new_many(self, tensors):
+        """`new` for many tensors at once (a foreach op's outputs); the first floating-point one's norm too."""
+        plain = [t for t in tensors if t.layout is torch.strided and not t.is_meta]
+        if len(plain) != len(tensors):
+            outs, norm = [self.new(t) for t in tensors], None
+            return outs, norm
+        first = next((i for i, t in enumerate(tensors) if t.dtype in FLOATS), None)
+        try:
+            handles = self.fpr.add_many(tensors, first)
+        except (RuntimeError, TypeError):
+            return [self.new(t, i == first) for i, t in enumerate(tensors)], None
+        track, names = self.track, self._param_ids
+        for t, handle in zip(tensors, handles):
+            try:
+                track[id(t)] = (weakref.ref(t), t._version, handle)
+            except RuntimeError:
+                pass
+            if names:
+                name = names.get(id(t))
+                if name is not None:
+                    self._param_handles[handle] = name
+        return handles, (handles[first] if first is not None else None)
 
     def rng_state(self, info: OpInfo, args, kwargs) -> dict | None:
         """The state of the generator a random op draws from, just before it draws."""
@@ -456,10 +573,9 @@ class Recorder:
                 _set_grad_enabled(grad)
 
     def _end_step(self, step: int) -> None:
-        with self.lock:
-            ops, self.ops = self.ops, []
+        ops, self.ops = self.ops, []
         params = self._params()
-        handles = [self._ref(p) for _, p in params]
+        handles = [self.ref(p) for _, p in params]
         blocks = self._param_blocks(params)
         self.fpr.end_step()
         lines = []
@@ -478,6 +594,7 @@ class Recorder:
         self.out.write(lines)
         self.stats.steps = step + 1
         self.stats.ops += len(ops)
+        self._uninitialised.clear()  # a storage freed since may be reused by a tensor made without any op
         self._prune()
 
     def _op_line(self, step: int, op: tuple) -> str:
@@ -527,7 +644,8 @@ class Recorder:
                     keep.append(entry[2])
         self.track = live
         self.fpr.keep_only(keep)
-        self._param_handles = {h: n for h, n in self._param_handles.items() if h in set(keep)}
+        kept = set(keep)
+        self._param_handles = {h: n for h, n in self._param_handles.items() if h in kept}
 
     # ---------------------------------------------------------------- parameters
 
@@ -601,11 +719,23 @@ class Recorder:
         return values
 
     def _sample(self, t: torch.Tensor) -> torch.Tensor:
-        """Up to SAMPLE elements at stride ceil(n / SAMPLE) over the flattened tensor, as float32."""
+        """Up to SAMPLE elements at stride ceil(n / SAMPLE) over the flattened tensor, as float32.
+
+        For a contiguous float32 parameter this is a view, kept from step to step
+        (the optimizer updates the parameter in place).
+        """
+        key = (id(t), t.data_ptr(), t.shape)
+        cached = self._samples.get(id(t))
+        if cached is not None and cached[0] == key:
+            return cached[1]
         n = t.numel()
         flat = t.reshape(-1)
         view = flat[:: -(-n // SAMPLE)] if n else flat
-        return view if view.dtype == torch.float32 else view.float()
+        if view.dtype != torch.float32:
+            return view.float()
+        if t.is_contiguous():
+            self._samples[id(t)] = (key, view)
+        return view
 
     # ---------------------------------------------------------------- header and end
 
@@ -631,9 +761,8 @@ class Recorder:
 
     def finish(self, outcome=None, *, complete: bool = True) -> None:
         """Write the end line (only for a run that finished) and put the file in place."""
-        with self.lock:
-            self.stats.unrecorded_ops = len(self.ops)
-            self.ops = []
+        self.stats.unrecorded_ops = len(self.ops)
+        self.ops = []
         lines = []
         if not self._header_written:
             with _disable_current_modes():

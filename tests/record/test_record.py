@@ -205,6 +205,9 @@ def test_a_script_is_recorded_until_steps(capsys, tmp_path):
     assert all(isinstance(s["loss"], float) for s in rec["steps"])
     assert "stopped after 3 optimizer step(s)" in err
     assert "SCRIPT finished" not in err
+    init = [op for op in rec["ops"] if op["op"] == "aten.uniform_.default"]
+    assert init and all(op["in"] == [None] for op in init)  # nn.Linear's torch.empty weight: garbage, not fingerprinted
+    assert all(op["out"][0] for op in init)
     script_ops = [op for op in rec["ops"] if op["file"] == "train.py"]
     assert script_ops and {op["phase"] for op in rec["ops"]} >= {"forward", "backward", "optimizer"}
 
@@ -232,19 +235,27 @@ def test_torch_state_is_as_before(capsys, tmp_path):
     assert torch._C._len_torch_dispatch_stack() == 0
 
 
-def test_staged_fingerprints_equal_direct_ones(tmp_path):
-    """The CUDA path (staging buffers) gives the same record as the direct one; run here on the CPU."""
+@pytest.mark.parametrize("target", ["models.py:build_conv", "--run train.py --foreach"])
+def test_staged_fingerprints_equal_direct_ones(tmp_path, target):
+    """The CUDA path (staging buffers, one multi-tensor copy for a foreach op) gives the same record as the direct one."""
     from opscan.trace.record import record as record_run
-    from opscan.trace.runner import parse_target
+    from opscan.trace.runner import parse_target, script_target
     from tests.util import chdir
 
+    if target.startswith("--run"):
+        _, script, *argv = target.split()
+        spec = script_target(script, argv)
+    else:
+        spec = parse_target(target)
     records = []
     with chdir(FIXTURES):
         for staged in (False, True):
             path = tmp_path / f"staged-{staged}.jsonl"
-            result = record_run(parse_target("models.py:build_conv"), str(path), device="cpu", steps=2, seed=0, staged=staged)
+            result = record_run(spec, str(path), device="cpu", steps=2, seed=0, staged=staged)
             assert result.complete, result.problem
             records.append(read(path))
+    if target.startswith("--run"):
+        assert any(op["op"].startswith("aten._foreach_") for op in records[0]["ops"])
     direct, staged = records
     assert [(op["op"], op["in"], op["out"]) for op in direct["ops"]] == [(op["op"], op["in"], op["out"]) for op in staged["ops"]]
     assert [{n: p["fp"] for n, p in s["params"].items()} for s in direct["steps"]] == [
