@@ -185,39 +185,37 @@ class _Stage:
 
     def put(self, t: torch.Tensor, n: int) -> tuple[list, int, int]:
         """Copy t's values to whole rows; returns (batch, first row, row count)."""
-        count = -(-n // ROW)
-        if self.used_rows + count > self.rows:
+        if self.used_rows + -(-n // ROW) > self.rows:
             self.flush()
-        row = self.used_rows
-        shape = t.shape
-        strides = self._strides.get(shape)
-        if strides is None:
-            strides = self._strides[shape] = _contiguous_strides(shape)
-        self.buf.as_strided(shape, strides, row * ROW).copy_(t)
-        self.used_rows = row + count
-        return self.batch, row, count
+        dst, placed = self._place(t, n)
+        dst.copy_(t)
+        return placed
 
     def put_many(self, tensors: list[torch.Tensor]) -> list[tuple[list, int, int]]:
         """`put` for many tensors: their destination views first, then one multi-tensor copy per batch."""
         placed, dsts, srcs = [], [], []
         for t in tensors:
             n = t.numel()
-            count = -(-n // ROW)
-            if self.used_rows + count > self.rows:
+            if self.used_rows + -(-n // ROW) > self.rows:
                 _copy_all(dsts, srcs)
                 dsts, srcs = [], []
                 self.flush()
-            row = self.used_rows
-            shape = t.shape
-            strides = self._strides.get(shape)
-            if strides is None:
-                strides = self._strides[shape] = _contiguous_strides(shape)
-            dsts.append(self.buf.as_strided(shape, strides, row * ROW))
+            dst, where = self._place(t, n)
+            dsts.append(dst)
             srcs.append(t)
-            self.used_rows = row + count
-            placed.append((self.batch, row, count))
+            placed.append(where)
         _copy_all(dsts, srcs)
         return placed
+
+    def _place(self, t: torch.Tensor, n: int):
+        """The next free rows, as a view shaped like t, and (batch, first row, row count)."""
+        row, count = self.used_rows, -(-n // ROW)
+        shape = t.shape
+        strides = self._strides.get(shape)
+        if strides is None:
+            strides = self._strides[shape] = _contiguous_strides(shape)
+        self.used_rows = row + count
+        return self.buf.as_strided(shape, strides, row * ROW), (self.batch, row, count)
 
     def flush(self) -> None:
         """Reduce every used row into slots; zero the rows for the next batch."""
