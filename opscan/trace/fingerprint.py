@@ -349,8 +349,9 @@ class Fingerprinter:
         stage = self._stages.get((device, dtype), False)
         if stage is False:
             stage = self._stage_for(device, dtype)
-        if stage is not None and stage.fits(n):
-            entries.append(("s", stage, *stage.put(t, n), norm))
+        if stage is not None and -(-n // ROW) <= stage.rows:
+            batch, row, count = stage.put(t, n)
+            entries.append(("s", stage, batch, row, count, norm))
             return handle
         slots = self._slots_for(device)
         bits = _int_view(t)
@@ -385,7 +386,7 @@ class Fingerprinter:
             stage = self._stages.get((t.device, t.dtype), False) if n else None
             if stage is False:
                 stage = self._stage_for(t.device, t.dtype)
-            if stage is None or not stage.fits(n) or i == norm_index:
+            if stage is None or not stage.fits(n):
                 handles[i] = self.add(t, i == norm_index)
                 continue
             group = groups.get(id(stage))
@@ -395,7 +396,7 @@ class Fingerprinter:
             group[2].append(t)
         for stage, indexes, items in groups.values():
             for i, placed in zip(indexes, stage.put_many(items)):
-                self._entries.append(("s", stage, *placed, False))
+                self._entries.append(("s", stage, *placed, i == norm_index))
                 handles[i] = self._base + len(self._entries) - 1
         return handles
 

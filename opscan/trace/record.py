@@ -310,8 +310,7 @@ class Recorder:
         self._samples: dict[int, tuple] = {}
         self._uninitialised: set[int] = set()  # storages made by `empty` and not yet written (data_ptr)
         self._site_json: dict = {}
-        self._shape_json: dict = {}
-        self._dtype_json: dict = {}
+        self._meta_json: dict = {}
         self._loss: int | None = None
         self._header_written = False
         self._flags = None
@@ -481,7 +480,7 @@ class Recorder:
                 self._register(t, derived)
                 outs.append(derived)
             return outs, None
-        if len(tensors) > 2:  # a foreach op's lists: staged in one multi-tensor copy where they can be
+        if len(tensors) > 1:  # batch norm's five, a foreach op's lists: staged by one multi-tensor copy where they can be
             return self.new_many(tensors)
         want = True
         for t in tensors:
@@ -599,30 +598,38 @@ class Recorder:
 
     def _op_line(self, step: int, op: tuple) -> str:
         info, phase, site, ins, shapes, dtypes, outs, norm, rng = op
-        fpr = self.fpr
         key = (site.filename, site.lineno, site.module)
         where = self._site_json.get(key)
         if where is None:
             where = self._site_json[key] = self._where(site)
-        shapes_key = tuple(shapes)
-        shape_text = self._shape_json.get(shapes_key)
-        if shape_text is None:
-            shape_text = self._shape_json[shapes_key] = json.dumps([list(s) for s in shapes])
-        dtypes_key = tuple(dtypes)
-        dtype_text = self._dtype_json.get(dtypes_key)
-        if dtype_text is None:
-            dtype_text = self._dtype_json[dtypes_key] = json.dumps([str(d).removeprefix("torch.") for d in dtypes])
+        # Shapes and dtypes repeat from step to step: their JSON is made once per distinct list.
+        key = (*shapes, *dtypes)
+        meta = self._meta_json.get(key)
+        if meta is None:
+            meta = self._meta_json[key] = (
+                f'"shapes":{json.dumps([list(s) for s in shapes])},'
+                f'"dtypes":{json.dumps([str(d).removeprefix("torch.") for d in dtypes])}'
+            )
+        q = self._quoted
         names = self._param_handles
-        in_text = ",".join(_q(fpr.hex(h)) if h not in names else _q(f"p:{names[h]}@{fpr.hex(h)}") for h in ins)
-        out_text = ",".join(_q(fpr.hex(h)) for h in outs)
+        if names:
+            in_text = ",".join(q(h) if h not in names else f'"p:{names[h]}@{self.fpr.hex(h)}"' for h in ins)
+        else:
+            in_text = ",".join(map(q, ins))
+        out_text = ",".join(map(q, outs))
         i = self._i
         self._i = i + 1
+        value = self.fpr.norm(norm) if norm is not None else None
+        norm_text = "null" if value is None or value != value or value in _INFINITIES else repr(value)
         extra = f',"rng":{json.dumps(rng)}' if rng is not None else ""
         return (
             f'{{"type":"op","step":{step},"i":{i},"op":{info.jname},"phase":"{phase}",{where},'
-            f'"shapes":{shape_text},"dtypes":{dtype_text},"in":[{in_text}],"out":[{out_text}],'
-            f'"norm":{_num(fpr.norm(norm))}{extra}}}'
+            f'{meta},"in":[{in_text}],"out":[{out_text}],"norm":{norm_text}{extra}}}'
         )
+
+    def _quoted(self, handle) -> str:
+        value = self.fpr.hex(handle)
+        return "null" if value is None else f'"{value}"'
 
     def _where(self, site) -> str:
         entry = self.sourcemap.name(site.module) if site.module is not None else None
@@ -799,6 +806,9 @@ def _first_tensor(args):
         if isinstance(value, torch.Tensor):
             return value
     return None
+
+
+_INFINITIES = (float("inf"), float("-inf"))
 
 
 def _q(value: str | None) -> str:
