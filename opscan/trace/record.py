@@ -1,9 +1,10 @@
 """The recording dispatch mode: every aten op of a training run, with fingerprints of what it read and wrote.
 
-    recorder = Recorder(RecordFile("run.jsonl"), target=target, steps=2, device="cuda")
-    outcome = run(target, device="cuda", steps=2, train=True, seed=0,
-                  modes=recorder.modes, on_step=recorder.end_step)
-    recorder.finish(outcome)
+    result = record(parse_target("torchvision:resnet18"), "run.jsonl", device="cuda", steps=2, seed=0)
+    result.path, result.steps, result.problem     # "run.jsonl", 2, None
+
+`record()` runs the target through the runner with a `Recorder` as its mode
+(`modes=recorder.modes`, `on_step=recorder.end_step`), then `finish()`es it.
 
 Each op becomes one line of docs/record-format.md: the op, its phase and
 step, the nn.Module and user line that ran it (for a backward op, the forward
@@ -29,9 +30,10 @@ The per-op path, in order (`RecordMode.__torch_dispatch__`):
 5. One tuple is appended to the step's list. JSON is made at the end of the
    step, after the step's single device-to-host copy.
 
-Global state: the mode restores what it touches (grad mode around its own
-work, the optimizer hooks, the dispatch mode stack, the environment variable
-it sets); the runner restores the flags and RNG states.
+Global state: the recorder restores what it touches (grad mode around its
+own work, the optimizer hooks, the dispatch mode stack, the flags it sets,
+the environment variable `record()` sets); the runner also restores the
+flags and the RNG states.
 """
 
 from __future__ import annotations
@@ -315,6 +317,7 @@ class Recorder:
         self._header_written = False
         self._flags = None
         self._handles: list = []
+        self._saved_flags = None
         self._mode: RecordMode | None = None
         self._i = 0
         self._t0 = time.perf_counter()
@@ -332,6 +335,9 @@ class Recorder:
     def __enter__(self) -> Recorder:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+        from opscan.trace.state import TorchFlags
+
+        self._saved_flags = TorchFlags.capture() if self.deterministic or self.benchmark is not None else None
         if self.deterministic:
             torch.use_deterministic_algorithms(True)
             torch.backends.cudnn.benchmark = False
@@ -350,6 +356,9 @@ class Recorder:
         while self._handles:
             self._handles.pop().remove()
         self.sourcemap.remove()
+        saved, self._saved_flags = self._saved_flags, None
+        if saved is not None:
+            saved.restore()
 
     def _before_optimizer_step(self, optimizer, args, kwargs) -> None:
         if self._flags is None:
@@ -540,13 +549,17 @@ class Recorder:
                         break
             device = torch.device(device) if device is not None else torch.device("cpu")
             if device.type == "cuda":
+                # torch.cuda.default_generators: one per device once CUDA is initialised (it is: the op runs there).
                 index = device.index if device.index is not None else torch.cuda.current_device()
                 gen = torch.cuda.default_generators[index]
             elif device.type == "cpu":
                 gen = torch.default_generator
             else:
                 return {"device": str(device)}
-        return generator_state(gen)
+        try:
+            return generator_state(gen)
+        except (RuntimeError, AttributeError, TypeError):  # a generator of a kind this torch cannot read
+            return {"device": str(getattr(gen, "device", "unknown"))}
 
     def maybe_loss(self, args) -> None:
         """`ones_like(loss)` from autograd's `_make_grads`: the value backward() was called on."""
