@@ -127,6 +127,8 @@ class RecordStats:
     ops: int = 0
     unrecorded_ops: int = 0  # ops after the last step, in no step
     bytes: int = 0
+    unfingerprinted: int = 0  # tensors whose fingerprint could not be taken (null in the record)
+    first_failure: str | None = None
 
 
 class RecordFile:
@@ -385,7 +387,8 @@ class Recorder:
             return None
         try:
             handle = self.fpr.add(t, norm)
-        except (RuntimeError, TypeError):  # a tensor subclass or dtype the reductions refuse
+        except (RuntimeError, TypeError) as exc:  # a tensor subclass or dtype the reductions refuse
+            self._failed(t, exc)
             return None
         try:
             self.track[id(t)] = (weakref.ref(t), t._version, handle)
@@ -396,6 +399,11 @@ class Recorder:
             if name is not None:
                 self._param_handles[handle] = name
         return handle
+
+    def _failed(self, t, exc: BaseException) -> None:
+        self.stats.unfingerprinted += 1
+        if self.stats.first_failure is None:
+            self.stats.first_failure = f"a {type(t).__name__} of {t.dtype} on {t.device}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
 
     def new_input(self, t):
         """An input no recorded op produced: fingerprinted now, unless its memory is still uninitialised.
@@ -520,7 +528,7 @@ class Recorder:
         first = next((i for i, t in enumerate(tensors) if t.dtype in FLOATS), None)
         try:
             handles = self.fpr.add_many(tensors, first)
-        except (RuntimeError, TypeError):
+        except (RuntimeError, TypeError):  # one of them is refused: each on its own, so the others still count
             return [self.new(t, i == first) for i, t in enumerate(tensors)], None
         track, names = self.track, self._param_ids
         for t, handle in zip(tensors, handles):
@@ -1008,6 +1016,11 @@ def record(
         result.path = out.abandon(remove=recorder.stats.steps == 0)
         if result.path:
             result.notices.append(f"the record is incomplete: {result.path} holds the first {recorder.stats.steps} step(s)")
+    if recorder.stats.unfingerprinted:
+        result.notices.append(
+            f"{recorder.stats.unfingerprinted} tensor(s) could not be fingerprinted and are null in the record; "
+            f"the first: {recorder.stats.first_failure}"
+        )
     if recorder.stats.unrecorded_ops:
         result.notices.append(f"{recorder.stats.unrecorded_ops} op(s) after the last optimizer step are in no step and were not written")
     result.steps, result.ops, result.bytes = recorder.stats.steps, recorder.stats.ops, out.bytes

@@ -113,6 +113,30 @@ def test_cuda_random_ops_carry_the_philox_seed_and_offset(tmp_path):
     print(f"random draws (b): {[(op['op'], op['rng']) for op in draws_b]}")
 
 
+def test_resnet18_cuda_record_staged_equals_direct(tmp_path):
+    """Deterministic mode, in this process: the staged (default on CUDA) and direct paths give the same record."""
+    from opscan.trace.record import record
+    from opscan.trace.runner import parse_target
+
+    records = []
+    for staged in (True, False):
+        path = tmp_path / f"r18-{staged}.jsonl"
+        result = record(
+            parse_target("torchvision:resnet18"), str(path), device=DEV, steps=2, seed=0, deterministic=True,
+            input_shape=(8, 3, 64, 64), staged=staged,
+        )  # fmt: skip
+        assert result.complete, result.problem
+        assert not any("could not be fingerprinted" in n for n in result.notices), result.notices
+        records.append(read(path))
+    staged_rec, direct_rec = records
+    ops = staged_rec["ops"]
+    nulls = {op["op"] for op in ops for fp in op["out"] if fp is None}
+    assert nulls <= {"aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default", "aten.new_empty.default"}, nulls
+    assert [(op["op"], op["in"], op["out"]) for op in ops] == [(op["op"], op["in"], op["out"]) for op in direct_rec["ops"]]
+    assert [s["params"]["fc.weight"]["fp"] for s in staged_rec["steps"]] == [s["params"]["fc.weight"]["fp"] for s in direct_rec["steps"]]
+    print(f"\nresnet18 on {DEV}: {len(ops) // 2} ops per step, {path.stat().st_size // 2 // 1000} kB per step")
+
+
 # ---------------------------------------------------------------- ResNet-18, issue 10's acceptance
 
 
