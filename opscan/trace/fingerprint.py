@@ -117,7 +117,7 @@ def _int_view(t: torch.Tensor) -> torch.Tensor:
 class Slots:
     """One device's buffer of 8-byte result slots, written by `out=` reductions and read once per step."""
 
-    def __init__(self, device: torch.device, capacity: int = 1 << 14):
+    def __init__(self, device: torch.device, capacity: int = 1 << 12):
         self.device = device
         self.used = 0
         self._alloc(capacity)

@@ -851,8 +851,8 @@ def generator_state(gen) -> dict:
         return {"device": f"cuda:{index}", "seed": gen.initial_seed(), "offset": gen.get_offset()}
     import hashlib
 
-    state = gen.get_state()
-    digest = hashlib.blake2b(bytes(state.untyped_storage()), digest_size=8).hexdigest()
+    state = gen.get_state()  # a uint8 tensor (5056 bytes for the CPU's Mersenne Twister)
+    digest = hashlib.blake2b(bytes(state.tolist()), digest_size=8).hexdigest()
     return {"device": str(device), "seed": gen.initial_seed(), "state": digest}
 
 
