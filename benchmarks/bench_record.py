@@ -1,8 +1,8 @@
 """What a record costs: one training step under `opscan record`'s mode against the same step plain, and against DebugMode.
 
-All variants run in one process on the same model, inputs and optimizer,
-interleaved (the order rotates every round), each timed from a synchronized
-start to a synchronized end. Reported: the median step time of each variant,
+All variants run in one process, each on its own copy of the same model
+(same weights, same inputs, its own SGD), interleaved (the order rotates every
+round), each step timed from a synchronized start to a synchronized end. Reported: the median step time of each variant,
 its ratio to the plain step, and the record's size per step.
 
     plain          zero_grad, forward, sum(), backward, SGD step (momentum 0.9): a training step
@@ -67,8 +67,26 @@ def build(name: str, batch: int, device: str, size: int):
     torch.manual_seed(0)
     model = models.get_model(name, weights=None).to(device).train()
     x = torch.randn(batch, 3, size, size, device=device)
+    return model, x
+
+
+def trainer(model):
+    """A copy of the model with its own optimizer, and its training step: each variant trains its own
+    copy, so that one variant's updates never count as another's new tensors."""
+    import copy
+
+    model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    return model, x, opt
+
+    def make_step(x):
+        def train_step():
+            opt.zero_grad(set_to_none=True)
+            model(x).sum().backward()
+            opt.step()
+
+        return train_step
+
+    return model, make_step
 
 
 def timed(fn, device: str) -> float:
@@ -107,30 +125,33 @@ class RecordVariant:
 
 
 def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: int, folder: str) -> dict:
-    model, x, opt = build(name, batch, device, size)
+    base, x = build(name, batch, device, size)
 
-    def train_step():
-        opt.zero_grad(set_to_none=True)
-        model(x).sum().backward()
-        opt.step()
+    def variant_step():
+        model, make_step = trainer(base)
+        return model, make_step(x)
+
+    _, plain = variant_step()
+    _, noop_step = variant_step()
 
     def noop():
         with NoopMode():
-            train_step()
+            noop_step()
 
     records = {
-        "record": RecordVariant(model, train_step, folder, device),
-        "record_xor": RecordVariant(model, train_step, folder, device, scheme="xor64"),
-        "record_direct": RecordVariant(model, train_step, folder, device, staged=False),
+        "record": RecordVariant(*variant_step(), folder, device),
+        "record_xor": RecordVariant(*variant_step(), folder, device, scheme="xor64"),
+        "record_direct": RecordVariant(*variant_step(), folder, device, staged=False),
     }
-    runs = {"plain": train_step, "noop": noop, **records}
+    runs = {"plain": plain, "noop": noop, **records}
     debug = debug_mode()
     if debug is not None:
         DebugMode, kwargs = debug
+        _, debug_step = variant_step()
 
         def debugmode():
             with DebugMode() as dm, DebugMode.log_tensor_hashes(**kwargs):
-                train_step()
+                debug_step()
             del dm
 
         runs["debugmode"] = debugmode
