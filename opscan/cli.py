@@ -21,6 +21,8 @@ COMMANDS = {
     "compare": ("opscan.commands.compare", "Compare two records and name where and why the runs part (no torch needed)."),
     "report": ("opscan.commands.report", "Which ops raise, switch to a deterministic path or differ silently, on this torch and GPU."),
     "bench": ("opscan.commands.bench", "Time a training step with and without determinism, and list the ops that pay for it."),
+    "record": ("opscan.commands.record", "Record every op of N training steps, with bitwise fingerprints, to a JSON Lines file."),
+    "diff": ("opscan.commands.diff", "Record a run twice (in two fresh processes) and name where and why the runs part."),
 }
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -1,15 +1,22 @@
-"""pytest plugin: assert in a test that a model is ready for deterministic training.
+"""pytest plugin: assert in a test that a model is ready for deterministic training, and that it trains reproducibly.
 
     def test_model_is_deterministic_ready(assert_deterministic_ready):
         model, inputs = build()
         assert_deterministic_ready(model, inputs, device="cuda")
 
-The fixture runs one forward and backward under `opscan.trace()` and fails the
-test with a list of every op that has no deterministic implementation. Where
+    def test_training_is_reproducible(assert_reproducible):
+        model, inputs = build()
+        assert_reproducible(model, inputs, steps=2, device="cuda")
+
+`assert_deterministic_ready` runs one forward and backward under
+`opscan.trace()` and fails the test with a list of every op that has no
+deterministic implementation. `assert_reproducible` trains two copies of the
+model from the same state and seed, records both (`opscan record`) and fails
+the test with the first op where they part, its line and the cause. Where
 torch is missing, or `device="cuda"` is asked for on a machine without CUDA,
-it skips the test with the reason, as `pytest.importorskip` does. Loading the
+both skip the test with the reason, as `pytest.importorskip` does. Loading the
 plugin imports no torch (lint-only installs load pytest plugins too); the
-fixture imports it when called.
+fixtures import it when called.
 """
 
 from __future__ import annotations
@@ -26,11 +33,11 @@ def _describe(findings) -> str:
     return "\n".join(lines)
 
 
-def _skip_unless_available(device) -> None:
+def _skip_unless_available(device, fixture: str = "assert_deterministic_ready") -> None:
     try:
         import torch
     except ImportError:
-        pytest.skip("assert_deterministic_ready needs torch; install opscan[trace]")
+        pytest.skip(f"{fixture} needs torch; install opscan[trace]")
     if device is None:
         return
     try:
@@ -38,7 +45,7 @@ def _skip_unless_available(device) -> None:
     except (RuntimeError, TypeError):
         return  # let the move to the device say what is wrong with it
     if wanted.type == "cuda" and not torch.cuda.is_available():
-        pytest.skip(f"assert_deterministic_ready(device={str(device)!r}): no CUDA device here")
+        pytest.skip(f"{fixture}(device={str(device)!r}): no CUDA device here")
 
 
 def assert_deterministic_ready(model, inputs, loss_fn=None, *, device=None, rules=None):
@@ -60,3 +67,32 @@ def assert_deterministic_ready(model, inputs, loss_fn=None, *, device=None, rule
 def _assert_deterministic_ready_fixture():
     """The `assert_deterministic_ready(model, inputs, loss_fn=None, *, device=None)` helper."""
     return assert_deterministic_ready
+
+
+def assert_reproducible(model, inputs, steps=2, loss_fn=None, device=None, *, seed=0):
+    """Fail the current test if two seeded training runs of `model` on `inputs` part.
+
+    Each run trains a deep copy of `model` (so `model` itself is left as it
+    is) for `steps` SGD steps from the same seed, recorded op by op; the
+    test fails with the first op whose output differs, its module, line, step
+    and cause. `device` moves the copies and inputs there (default: where the
+    model's parameters are). Returns the comparison (an opscan Report).
+    """
+    _skip_unless_available(device, "assert_reproducible")
+    from opscan.diff import check_workload, describe, first_divergence
+
+    report = check_workload(model, inputs, loss_fn, steps=steps, device=None if device is None else str(device), seed=seed)
+    if report.errors:
+        pytest.fail("assert_reproducible could not compare the runs: " + "; ".join(p.message for p in report.errors), pytrace=False)
+    divergence = first_divergence(report)
+    if divergence is not None:
+        lines = [f"the two runs are not reproducible: they first part at {describe(divergence)}"]
+        lines += [f"  {f.message}" for f in report.sorted_findings()[:5]]
+        pytest.fail("\n".join(lines), pytrace=False)
+    return report
+
+
+@pytest.fixture(name="assert_reproducible")
+def _assert_reproducible_fixture():
+    """The `assert_reproducible(model, inputs, steps=2, loss_fn=None, device=None)` helper."""
+    return assert_reproducible

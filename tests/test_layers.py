@@ -18,7 +18,7 @@ LAYERS = (
     ("base", ("opscan._plain", "opscan._hash", "opscan._version", "opscan.fsutil", "opscan.findings", "opscan.config", "opscan.codes", "opscan.versions")),
     ("shared", ("opscan.rules", "opscan.output")),
     ("engine", ("opscan.lint", "opscan.trace")),
-    ("feature", ("opscan.pytest_plugin", "opscan.bench", "opscan.compare", "opscan.report")),
+    ("feature", ("opscan.pytest_plugin", "opscan.bench", "opscan.compare", "opscan.report", "opscan.diff")),
     ("command", ("opscan.commands", "opscan.registry", "opscan.cli", "opscan.__main__")),
     ("api", ("opscan",)),
 )

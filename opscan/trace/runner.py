@@ -73,6 +73,7 @@ def run(
     seed: int | None = None,
     modes: ModeFactory = lambda model: (),
     on_step: Callable[[int], None] | None = None,
+    workload=None,
 ) -> Outcome:
     """Run `target` for `steps` steps on `device` under the context managers `modes(model)` returns.
 
@@ -82,6 +83,8 @@ def run(
     `modes` gets the model (None for a script) once it is on the device.
     `on_step(i)` is called after step i (0-based) has finished. With `seed`,
     torch, `random` and numpy are seeded before the target is built.
+    `workload`, a `targets.Workload` already built (a test's model and
+    inputs), is run instead of loading `target`, which then only names it.
     """
     import torch
 
@@ -104,7 +107,7 @@ def run(
                 if target.kind == "script":
                     _run_script(target, steps, modes, on_step, outcome, first_step)
                 else:
-                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step)
+                    _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step, workload)
             finally:
                 first_step()
     except TargetError as exc:
@@ -123,7 +126,7 @@ def run(
     return outcome
 
 
-def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step) -> None:
+def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step, workload=None) -> None:
     import torch
 
     from opscan.trace import targets as loaders
@@ -133,8 +136,11 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
             f"{target.name}: --input-shape applies to torchvision:, timm: and hf: targets only; "
             "a FILE.py:CALLABLE target builds its own inputs"
         )
-    workload = loaders.load_target(target.spec, input_shape=input_shape)
+    if workload is None:
+        workload = loaders.load_target(target.spec, input_shape=input_shape)
     workload = workload.to(device)
+    if train and not any(True for _ in workload.model.parameters()):
+        raise TargetError(f"{target.name}: the model has no parameters to train, so there is no optimizer step to take")
     optimizer = torch.optim.SGD(workload.model.parameters(), lr=0.01, momentum=0.9) if train else None
     with contextlib.ExitStack() as stack:
         for mode in modes(workload.model):

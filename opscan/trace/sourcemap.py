@@ -292,12 +292,17 @@ class SourceMap:
 
     # ---- sites
 
-    def record_nodes(self, seq: int, frame) -> None:
-        """Autograd nodes with sequence numbers below `seq` were just created by the op `frame` called."""
+    def record_nodes(self, seq: int, frame, site: Site | None = None) -> None:
+        """Autograd nodes with sequence numbers below `seq` were just created by the op `frame` called.
+
+        `site`, if the caller has already located the op (with grad mode on, so
+        not inside a custom Function's forward), saves locating it again.
+        """
         last, self.last_seq = self.last_seq, seq
         if _current_autograd_node() is not None:
             return  # an op inside backward: nodes made here belong to double backward
-        site = locate(frame, through_functions=True)
+        if site is None:
+            site = locate(frame, through_functions=True)
         sites = self.node_sites
         if seq - last == 1:
             sites.setdefault(last, site)

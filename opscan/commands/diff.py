@@ -1,0 +1,53 @@
+"""`opscan diff`: record a target twice (in two fresh processes by default) and name where and why the runs part.
+
+Importing this module imports no torch; neither does the command itself, unless --same-process:
+the two `opscan record` processes do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+
+from opscan.commands.common import add_output_arguments, emit, error
+from opscan.commands.record import add_record_arguments, check_record_args
+from opscan.commands.scan import add_target_arguments
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_target_arguments(parser, steps_flag="--steps", steps_default=2)
+    add_record_arguments(parser)
+    parser.add_argument(
+        "--same-process", action="store_true",
+        help="record both runs in this process (default: two fresh processes, so process-level causes show)",
+    )  # fmt: skip
+    parser.add_argument("--keep", metavar="DIR", help="keep the two records, as DIR/a.jsonl and DIR/b.jsonl")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    target, settings, failed = check_record_args(args, "diff")
+    if failed is not None:
+        return failed
+    if args.keep is not None and os.path.exists(args.keep) and not os.path.isdir(args.keep):
+        return error(f"--keep {args.keep}: not a directory")
+    if importlib.util.find_spec("torch") is None:
+        return error("opscan diff needs torch; install opscan[trace]")
+    device = args.device or settings.device
+    if args.same_process:
+        from opscan.trace.runner import TargetError, resolve_device
+
+        try:
+            device = resolve_device(device or "auto")
+        except TargetError as exc:
+            return error(str(exc))
+    from opscan.diff import diff
+
+    report = diff(
+        target, steps=args.steps or 2, device=device,
+        seed=args.seed if args.seed is not None or target.kind == "script" else 0,
+        deterministic=args.deterministic, benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape,
+        fingerprint=args.fingerprint, same_process=args.same_process, keep=args.keep,
+    )  # fmt: skip
+    return emit(report, args)

@@ -1,0 +1,119 @@
+"""`opscan record`: run a target for N optimizer steps and write every op's fingerprints to a JSON Lines record.
+
+Importing this module imports no torch; `run` does, once the flags and the target's spelling have been checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from opscan.commands.common import EXIT_CLEAN, error, needs_torch
+from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
+
+SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
+
+
+def add_record_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that decide how a run is recorded, shared by `record` and `diff`."""
+    parser.add_argument(
+        "--seed", type=int, default=None, metavar="N",
+        help="seed torch, random and numpy before building the model (default 0 for a model target; "
+        "a --run script seeds itself, and is seeded only if --seed is given)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--deterministic", action="store_true",
+        help="turn determinism on: torch.use_deterministic_algorithms(True), cudnn.benchmark off "
+        "(and CUBLAS_WORKSPACE_CONFIG=:4096:8 on torch before 2.10)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--benchmark", action=argparse.BooleanOptionalAction, default=None,
+        help="set torch.backends.cudnn.benchmark (default: whatever the code sets)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--fingerprint", choices=SCHEMES, default=SCHEMES[0],
+        help=f"fingerprint scheme (default {SCHEMES[0]}; see docs/record.md)",
+    )  # fmt: skip
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_target_arguments(parser, steps_flag="--steps", steps_default=1)
+    add_record_arguments(parser)
+    parser.add_argument(
+        "-o", "--output", dest="record_path", metavar="FILE", required=True,
+        help="the record to write (streamed to FILE.partial, renamed to FILE when the run has finished)",
+    )  # fmt: skip
+
+
+def check_record_args(args: argparse.Namespace, command: str):
+    """(the one Target, the config's scan settings) or an error exit code; imports no torch."""
+    from opscan.trace.runner import TargetError
+
+    try:
+        targets = parse_targets(args)
+    except TargetError as exc:
+        return None, None, error(str(exc))
+    if len(targets) != 1:
+        return None, None, error(f"opscan {command} takes one target, got {len(targets)}")
+    from opscan import config
+
+    try:
+        settings = config.load(target_paths(targets), args.config).scan
+    except config.ConfigError as exc:
+        return None, None, error(str(exc))
+    target = targets[0]
+    if args.input_shape is not None and target.kind != "zoo":
+        return None, None, error("--input-shape applies to torchvision:, timm: and hf: targets only")
+    path = target_paths([target])[0]
+    if path != "." and not os.path.isfile(path):
+        return None, None, error(f"{path}: no such file")
+    return target, settings, None
+
+
+def check_output_path(path: str) -> str | None:
+    """Why a record cannot be written at `path`, or None."""
+    if os.path.isdir(path):
+        return f"{path} is a directory; give -o a file name"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: no folder {folder}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    target, settings, failed = check_record_args(args, "record")
+    if failed is not None:
+        return failed
+    path = args.record_path
+    problem = check_output_path(path)
+    if problem:
+        return error(problem)
+    missing = needs_torch("record")
+    if missing:
+        return error(missing)
+
+    from opscan.trace.record import record
+    from opscan.trace.runner import TargetError, resolve_device
+
+    try:
+        device = resolve_device(args.device or settings.device or "auto")
+    except TargetError as exc:
+        return error(str(exc))
+    seed = args.seed if args.seed is not None or target.kind == "script" else 0
+    try:
+        result = record(
+            target, path, device=device, steps=args.steps or 1, seed=seed, deterministic=args.deterministic,
+            benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape, scheme=args.fingerprint,
+        )  # fmt: skip
+    except OSError as exc:
+        return error(f"cannot write {path}: {exc.strerror or exc}")
+    for notice in result.notices:
+        print(f"opscan: {notice}", file=sys.stderr)
+    if result.problem is not None:
+        if result.problem.detail:
+            print(result.problem.detail.rstrip(), file=sys.stderr)
+        return error(result.problem.message)
+    size = f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB"
+    print(f"opscan: wrote {result.path}: {result.steps} step(s), {result.ops} ops, {size}, {result.seconds:.1f} s", file=sys.stderr)
+    return EXIT_CLEAN

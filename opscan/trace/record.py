@@ -1,0 +1,1028 @@
+"""The recording dispatch mode: every aten op of a training run, with fingerprints of what it read and wrote.
+
+    result = record(parse_target("torchvision:resnet18"), "run.jsonl", device="cuda", steps=2, seed=0)
+    result.path, result.steps, result.problem     # "run.jsonl", 2, None
+
+`record()` runs the target through the runner with a `Recorder` as its mode
+(`modes=recorder.modes`, `on_step=recorder.end_step`), then `finish()`es it.
+
+Each op becomes one line of docs/record-format.md: the op, its phase and
+step, the nn.Module and user line that ran it (for a backward op, the forward
+line that created its autograd node), input shapes and dtypes, a fingerprint
+of every tensor it reads and writes (opscan/trace/fingerprint.py), the 2-norm
+of its first floating-point output and, for an op that draws random numbers,
+the state of the generator it draws from. At the end of every optimizer step
+the step's ops are written, then a step line with every parameter's
+fingerprint, norm and a strided sample, and the file is flushed.
+
+The per-op path, in order (`RecordMode.__torch_dispatch__`):
+1. Where: the user frame and module (one frame walk, `sourcemap.locate`),
+   or for a backward op the forward site of the running autograd node.
+2. Inputs: a tensor that an earlier op returned or wrote, unchanged since
+   (same object, same `_version`), takes that fingerprint's handle; only
+   what is new here (the batch, the parameters at step 0, a tensor made
+   outside any op) is fingerprinted.
+3. The op runs.
+4. Outputs: each returned tensor, then each argument written in place and not
+   returned, is fingerprinted, on its device, without reading anything back.
+   A view op's outputs are not (they alias a tensor already fingerprinted),
+   nor are the uninitialised outputs of `empty` and friends.
+5. One tuple is appended to the step's list. JSON is made at the end of the
+   step, after the step's single device-to-host copy.
+
+Global state: the recorder restores what it touches (grad mode around its
+own work, the optimizer hooks, the dispatch mode stack, the flags it sets,
+the environment variable `record()` sets); the runner also restores the
+flags and the RNG states.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import struct
+import sys
+import time
+import weakref
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+
+from opscan.trace.fingerprint import DEFAULT_SCHEME, FLOATS, Fingerprinter
+from opscan.trace.sourcemap import (
+    NOWHERE,
+    PHASE_BACKWARD,
+    PHASE_FORWARD,
+    SourceMap,
+    _get_sequence_nr,
+    display_path,
+    locate,
+)
+
+FORMAT, VERSION = "opscan-record", 1
+SAMPLE = 256  # elements per parameter sample
+
+_grad_enabled = torch._C.is_grad_enabled
+_set_grad_enabled = torch._C._set_grad_enabled
+# Present in torch 2.11 and 2.14 (torch/csrc/autograd/python_engine.cpp); without it backward ops have no forward line.
+_current_node = getattr(torch._C, "_current_autograd_node", None)
+
+# Ops whose outputs are uninitialised memory: fingerprinting them would only fingerprint garbage.
+_UNINITIALISED = frozenset(
+    {"aten.empty", "aten.empty_like", "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided", "aten.empty_permuted"}
+)
+# Ops that draw random numbers without a `Generator?` argument in their schema (they use the device's default one).
+_RANDOM_WITHOUT_GENERATOR = frozenset(
+    {
+        "aten.native_dropout", "aten._fused_dropout", "aten.rrelu_with_noise", "aten.rrelu_with_noise_",
+        "aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_efficient_attention",
+        "aten._scaled_dot_product_cudnn_attention", "aten._flash_attention_forward", "aten._efficient_attention_forward",
+        "aten._cudnn_rnn",
+        # Factory ops whose default overloads take no generator (their `.generator` overloads do).
+        "aten.rand", "aten.randn", "aten.randint", "aten.randperm", "aten.rand_like", "aten.randn_like", "aten.randint_like",
+    }
+)  # fmt: skip
+
+
+class OpInfo:
+    """What the schema says about one OpOverload, worked out once per run."""
+
+    __slots__ = ("name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
+
+    def __init__(self, func):
+        self.name = name = str(func)  # "aten.add.Tensor"
+        self.jname = json.dumps(name)
+        packet = ".".join(name.split(".")[:2])
+        self.skip = name.startswith("profiler.")
+        self.loss_seed = name == "aten.ones_like.default"  # autograd seeds backward() with ones_like(loss)
+        self.uninitialised = packet in _UNINITIALISED
+        schema = func._schema
+        self.tensor_pos: list[int] = []  # positional tensor arguments the op reads
+        self.tensor_kw: list[str] = []  # keyword-only tensor arguments it reads (not `out=`)
+        self.mutable: list[tuple[int, str, bool]] = []  # (position, name, keyword-only) of arguments written in place
+        self.generator: tuple[int, str] | None = None
+        for i, arg in enumerate(schema.arguments):
+            kind = str(arg.type)
+            written = arg.alias_info is not None and arg.alias_info.is_write
+            if written:
+                self.mutable.append((i, arg.name, arg.kwarg_only))
+            if "Tensor" in kind and not (written and arg.kwarg_only):
+                if arg.kwarg_only:
+                    self.tensor_kw.append(arg.name)
+                else:
+                    self.tensor_pos.append(i)
+            if "Generator" in kind:
+                self.generator = (i, arg.name)
+        returns = schema.returns
+        self.view = bool(returns) and not self.mutable and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+        self.random = self.generator is not None or packet in _RANDOM_WITHOUT_GENERATOR
+
+
+@dataclass
+class RecordStats:
+    steps: int = 0
+    ops: int = 0
+    unrecorded_ops: int = 0  # ops after the last step, in no step
+    bytes: int = 0
+    unfingerprinted: int = 0  # tensors whose fingerprint could not be taken (null in the record)
+    first_failure: str | None = None
+
+
+class RecordFile:
+    """The record on disk: streamed to PATH.partial, renamed to PATH once the run has finished.
+
+    A run killed midway leaves PATH.partial: every line up to the last
+    flushed step is whole (a reader drops a last line cut short).
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.partial = path + ".partial"
+        self._file = open(self.partial, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
+        self.bytes = 0
+
+    def write(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        text = "\n".join(lines) + "\n"
+        self._file.write(text)
+        self._file.flush()
+        self.bytes += len(text)
+
+    def commit(self) -> str:
+        self._file.close()
+        os.replace(self.partial, self.path)
+        return self.path
+
+    def abandon(self, *, remove: bool) -> str | None:
+        """Close without renaming; remove the partial file too if asked (nothing useful in it)."""
+        self._file.close()
+        if remove:
+            try:
+                os.unlink(self.partial)
+            except OSError:
+                pass
+            return None
+        return self.partial
+
+
+class RecordMode(TorchDispatchMode):
+    """Record every op to the recorder; see the module docstring for the per-op path.
+
+    The common case is inline here (plain tensors, already seen inputs, one
+    device); everything else goes to the recorder's slower helpers.
+    """
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # TorchDispatchMode wraps __torch_dispatch__ in torch._disable_dynamo unless a
+        # subclass opts out (torch/utils/_python_dispatch.py, 2.11 and 2.14): the wrapper
+        # costs ~2 us per op and imports torch._dynamo on first use. A record never runs
+        # under Dynamo: compiled code calls its kernels directly, past any dispatch mode.
+        return False
+
+    def __init__(self, recorder: Recorder):
+        super().__init__()
+        self.r = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        r = self.r
+        info = r.infos.get(func)
+        if info is None:
+            info = r.infos[func] = OpInfo(func)
+        if kwargs is None:
+            kwargs = _NO_KWARGS
+        if info.skip:
+            return func(*args, **kwargs)
+        sm = r.sourcemap
+        grad = _grad_enabled()
+        node = _current_node()
+        if node is None:
+            frame = _getframe(1)
+            site = locate(frame)
+            seq = _get_sequence_nr()
+            if seq != sm.last_seq:
+                sm.record_nodes(seq, frame, site if grad else None)
+            phase = sm.phase(frame, None) if sm._stepping else PHASE_FORWARD
+        else:
+            site = sm.node_site(node) or NOWHERE
+            phase = PHASE_BACKWARD
+        rng = r.rng_state(info, args, kwargs) if info.random else None
+        if grad:
+            _set_grad_enabled(False)
+        try:
+            # Inputs: a tensor seen before (same object, same version) reuses its handle.
+            ins, shapes, dtypes = [], [], []
+            track_get = r.track.get
+            n = len(args)
+            for pos in info.tensor_pos:
+                if pos >= n:
+                    break
+                v = args[pos]
+                if type(v) in _TENSORS:
+                    e = track_get(id(v))
+                    ins.append(e[2] if e is not None and e[0]() is v and e[1] == v._version else r.new_input(v))
+                    shapes.append(v.shape)
+                    dtypes.append(v.dtype)
+                elif v is not None:
+                    r.more_inputs(v, ins, shapes, dtypes)
+            if info.tensor_kw:
+                for name in info.tensor_kw:
+                    v = kwargs.get(name)
+                    if v is not None:
+                        r.more_inputs(v, ins, shapes, dtypes)
+        except RuntimeError:
+            ins, shapes, dtypes = r.inputs_slowly(info, args, kwargs)
+        finally:
+            if grad:
+                _set_grad_enabled(True)
+
+        out = func(*args, **kwargs)
+
+        if grad:
+            _set_grad_enabled(False)
+        try:
+            if type(out) in _TENSORS and not info.mutable and not info.view and not info.uninitialised:
+                h = r.new(out, out.dtype in FLOATS)
+                outs, norm = [h], h
+            else:
+                outs, norm = r.outputs(info, out, args, kwargs, ins)
+            if info.loss_seed and node is None:
+                r.maybe_loss(args)
+        finally:
+            if grad:
+                _set_grad_enabled(True)
+        r.ops.append((info, phase, site, ins, shapes, dtypes, outs, norm, rng))
+        return out
+
+
+_NO_KWARGS: dict = {}
+_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_getframe = sys._getframe
+if _current_node is None:  # no forward lines for backward ops, but still a record
+
+    def _current_node():
+        return None
+
+
+if _get_sequence_nr is None:
+
+    def _get_sequence_nr():
+        return -1
+
+
+class Recorder:
+    """Owns one record: the mode, the fingerprints, the tracking of tensors, and writing each step.
+
+    Used through the runner: `modes(model)` is its `modes=` factory (entering
+    sets the flags asked for and pushes the mode), `end_step(i)` its
+    `on_step=`; `finish(outcome)` writes the end line and renames the file.
+    """
+
+    def __init__(
+        self,
+        out: RecordFile,
+        *,
+        target: str,
+        kind: str,
+        argv=(),
+        steps: int,
+        device: str,
+        seed: int | None,
+        scheme: str = DEFAULT_SCHEME,
+        deterministic: bool = False,
+        benchmark: bool | None = None,
+        staged: bool | None = None,
+    ):
+        self.out = out
+        self.target, self.kind, self.argv = target, kind, list(argv)
+        self.steps_asked, self.device, self.seed = steps, device, seed
+        self.deterministic, self.benchmark = deterministic, benchmark
+        self.fpr = Fingerprinter(scheme, staged=staged)
+        self.infos: dict = {}
+        self.ops: list[tuple] = []
+        self.stats = RecordStats()
+        self.sourcemap = SourceMap(())
+        self.track: dict[int, tuple] = {}  # id(tensor) -> (weakref, _version, handle or None)
+        self.model = None
+        self.optimizer = None
+        self._param_ids: dict[int, str] = {}  # id(parameter) -> name
+        self._param_handles: dict[int, str] = {}  # fingerprint handle -> parameter name, for `p:NAME@FP` inputs
+        self._samples: dict[int, tuple] = {}
+        self._uninitialised: set[int] = set()  # storages made by `empty` and not yet written (data_ptr)
+        self._site_json: dict = {}
+        self._meta_json: dict = {}
+        self._loss: int | None = None
+        self._header_written = False
+        self._flags = None
+        self._handles: list = []
+        self._saved_flags = None
+        self._mode: RecordMode | None = None
+        self._i = 0
+        self._t0 = time.perf_counter()
+
+    # ---------------------------------------------------------------- entering and leaving
+
+    def modes(self, model):
+        """The runner's `modes=` factory: this recorder, for the model (None for a script)."""
+        self.model = model
+        if model is not None:
+            self.sourcemap = SourceMap((model,))
+            self._name_params(model.named_parameters())
+        return [self]
+
+    def __enter__(self) -> Recorder:
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        from opscan.trace.state import TorchFlags
+
+        self._saved_flags = TorchFlags.capture() if self.deterministic or self.benchmark is not None else None
+        if self.deterministic:
+            torch.use_deterministic_algorithms(True)
+            torch.backends.cudnn.benchmark = False
+        if self.benchmark is not None:
+            torch.backends.cudnn.benchmark = self.benchmark
+        self.sourcemap.install()
+        self._handles.append(register_optimizer_step_pre_hook(self._before_optimizer_step))
+        self._mode = RecordMode(self)
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        mode, self._mode = self._mode, None
+        if mode is not None:
+            mode.__exit__(*exc_info)
+        while self._handles:
+            self._handles.pop().remove()
+        self.sourcemap.remove()
+        saved, self._saved_flags = self._saved_flags, None
+        if saved is not None:
+            saved.restore()
+
+    def _before_optimizer_step(self, optimizer, args, kwargs) -> None:
+        if self._flags is None:
+            from opscan.trace.state import TorchFlags
+
+            self._flags = TorchFlags.capture()  # what training runs with
+        if self.optimizer is None:
+            self.optimizer = optimizer
+            if self.model is None:
+                self._name_optimizer_params(optimizer)
+
+    # ---------------------------------------------------------------- the per-op work
+
+    def _register(self, t, handle) -> None:
+        try:
+            version = t._version
+        except RuntimeError:  # an inference tensor has no version counter: never reused
+            return
+        self.track[id(t)] = (weakref.ref(t), version, handle)
+
+    def new(self, t, norm: bool = False):
+        """Fingerprint a tensor now and remember it; None where it has no values to fingerprint."""
+        if t.layout is not torch.strided or t.is_meta:
+            return None
+        try:
+            handle = self.fpr.add(t, norm)
+        except (RuntimeError, TypeError) as exc:  # a tensor subclass or dtype the reductions refuse
+            self._failed(t, exc)
+            return None
+        try:
+            self.track[id(t)] = (weakref.ref(t), t._version, handle)
+        except RuntimeError:
+            pass
+        if self._param_ids:
+            name = self._param_ids.get(id(t))
+            if name is not None:
+                self._param_handles[handle] = name
+        return handle
+
+    def _failed(self, t, exc: BaseException) -> None:
+        self.stats.unfingerprinted += 1
+        if self.stats.first_failure is None:
+            self.stats.first_failure = f"a {type(t).__name__} of {t.dtype} on {t.device}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+
+    def new_input(self, t):
+        """An input no recorded op produced: fingerprinted now, unless its memory is still uninitialised.
+
+        `nn.Linear(...)` in a script makes its weight with `torch.empty` and wraps
+        it in a Parameter (a new tensor object, made without any op) before
+        `uniform_` fills it: what `uniform_` reads then is garbage, different in
+        every run, and is not fingerprinted.
+        """
+        if self._uninitialised and t.layout is torch.strided and not t.is_meta:
+            try:
+                if t.untyped_storage().data_ptr() in self._uninitialised:
+                    self._register(t, None)
+                    return None
+            except RuntimeError:
+                pass
+        return self.new(t)
+
+    def ref(self, t):
+        """The handle of a tensor's current values: reused when an op already produced them."""
+        entry = self.track.get(id(t))
+        if entry is not None and entry[0]() is t:
+            try:
+                version = t._version
+            except RuntimeError:
+                version = -1
+            if entry[1] == version:
+                return entry[2]
+        return self.new_input(t)
+
+    def more_inputs(self, value, ins, shapes, dtypes) -> None:
+        """Inputs past the common case: a tensor subclass, or a list of tensors (flattened)."""
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if isinstance(item, torch.Tensor):
+                ins.append(self.ref(item))
+                shapes.append(item.shape)
+                dtypes.append(item.dtype)
+
+    def inputs_slowly(self, info: OpInfo, args, kwargs):
+        """The inputs, each through `ref` (an inference tensor has no `_version` to compare)."""
+        ins, shapes, dtypes = [], [], []
+        n = len(args)
+        for pos in info.tensor_pos:
+            if pos < n and args[pos] is not None:
+                self.more_inputs(args[pos], ins, shapes, dtypes)
+        for name in info.tensor_kw:
+            value = kwargs.get(name)
+            if value is not None:
+                self.more_inputs(value, ins, shapes, dtypes)
+        return ins, shapes, dtypes
+
+    def outputs(self, info: OpInfo, out, args, kwargs, ins):
+        """Handles for what the op returned, then for what it wrote in place and did not return."""
+        tensors = []
+        if isinstance(out, torch.Tensor):
+            tensors.append(out)
+        elif isinstance(out, (list, tuple)):
+            for item in out:
+                if isinstance(item, torch.Tensor):
+                    tensors.append(item)
+                elif isinstance(item, (list, tuple)):
+                    tensors.extend(x for x in item if isinstance(x, torch.Tensor))
+        if info.mutable:
+            if self._uninitialised:  # what the op writes is initialised from now on
+                self._written(info, args, kwargs)
+            seen = {id(t) for t in tensors}
+            for pos, name, kw_only in info.mutable:
+                value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
+                for t in value if isinstance(value, (list, tuple)) else (value,):
+                    if isinstance(t, torch.Tensor) and id(t) not in seen:
+                        seen.add(id(t))
+                        tensors.append(t)
+        outs, norm = [], None
+        if info.uninitialised:
+            for t in tensors:
+                self._register(t, None)
+                outs.append(None)
+                try:
+                    ptr = t.untyped_storage().data_ptr()
+                except RuntimeError:
+                    continue
+                if ptr:
+                    self._uninitialised.add(ptr)
+            return outs, None
+        if info.view:
+            base = _first_tensor(args)
+            handle = ins[0] if ins else None
+            for t in tensors:
+                derived = self.fpr.derive(handle, t, base) if base is not None else None
+                self._register(t, derived)
+                outs.append(derived)
+            return outs, None
+        if len(tensors) > 1:  # batch norm's five, a foreach op's lists: staged by one multi-tensor copy where they can be
+            return self.new_many(tensors)
+        want = True
+        for t in tensors:
+            if want and t.dtype in FLOATS:
+                handle = self.new(t, True)
+                norm, want = handle, False
+            else:
+                handle = self.new(t)
+            outs.append(handle)
+        return outs, norm
+
+    def _written(self, info: OpInfo, args, kwargs) -> None:
+        for pos, name, kw_only in info.mutable:
+            value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
+            for t in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(t, torch.Tensor):
+                    try:
+                        self._uninitialised.discard(t.untyped_storage().data_ptr())
+                    except RuntimeError:
+                        pass
+
+    def new_many(self, tensors):
+        """`new` for many tensors at once (a foreach op's outputs); the first floating-point one's norm too."""
+        plain = [t for t in tensors if t.layout is torch.strided and not t.is_meta]
+        if len(plain) != len(tensors):
+            outs, norm = [self.new(t) for t in tensors], None
+            return outs, norm
+        first = next((i for i, t in enumerate(tensors) if t.dtype in FLOATS), None)
+        try:
+            handles = self.fpr.add_many(tensors, first)
+        except (RuntimeError, TypeError):  # one of them is refused: each on its own, so the others still count
+            return [self.new(t, i == first) for i, t in enumerate(tensors)], None
+        track, names = self.track, self._param_ids
+        for t, handle in zip(tensors, handles):
+            try:
+                track[id(t)] = (weakref.ref(t), t._version, handle)
+            except RuntimeError:
+                pass
+            if names:
+                name = names.get(id(t))
+                if name is not None:
+                    self._param_handles[handle] = name
+        return handles, (handles[first] if first is not None else None)
+
+    def rng_state(self, info: OpInfo, args, kwargs) -> dict | None:
+        """The state of the generator a random op draws from, just before it draws."""
+        gen = None
+        if info.generator is not None:
+            pos, name = info.generator
+            gen = kwargs.get(name) if pos >= len(args) else args[pos]
+        if gen is None:
+            device = kwargs.get("device")
+            if device is None:
+                for value in args:
+                    if isinstance(value, torch.Tensor):
+                        device = value.device
+                        break
+            device = torch.device(device) if device is not None else torch.device("cpu")
+            if device.type == "cuda":
+                # torch.cuda.default_generators: one per device once CUDA is initialised (it is: the op runs there).
+                index = device.index if device.index is not None else torch.cuda.current_device()
+                gen = torch.cuda.default_generators[index]
+            elif device.type == "cpu":
+                gen = torch.default_generator
+            else:
+                return {"device": str(device)}
+        try:
+            return generator_state(gen)
+        except (RuntimeError, AttributeError, TypeError):  # a generator of a kind this torch cannot read
+            return {"device": str(getattr(gen, "device", "unknown"))}
+
+    def maybe_loss(self, args) -> None:
+        """`ones_like(loss)` from autograd's `_make_grads`: the value backward() was called on."""
+        frame, depth = sys._getframe(2), 0
+        while frame is not None and depth < 8:
+            if frame.f_code.co_name == "_make_grads":
+                loss = args[0] if args else None
+                if isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.dtype in FLOATS:
+                    self._loss = self.fpr.add_value(loss)
+                return
+            frame, depth = frame.f_back, depth + 1
+
+    # ---------------------------------------------------------------- once per step
+
+    def end_step(self, step: int) -> None:
+        """The runner's `on_step`: fingerprint the parameters, read the device once, write the step."""
+        with _disable_current_modes():
+            grad = _grad_enabled()
+            _set_grad_enabled(False)
+            try:
+                self._end_step(step)
+            finally:
+                _set_grad_enabled(grad)
+
+    def _end_step(self, step: int) -> None:
+        ops, self.ops = self.ops, []
+        params = self._params()
+        handles = [self.ref(p) for _, p in params]
+        blocks = self._param_blocks(params)
+        self.fpr.end_step()
+        lines = []
+        if not self._header_written:
+            lines.append(self._header())
+            self._header_written = True
+        for op in ops:
+            lines.append(self._op_line(step, op))
+        fpr = self.fpr
+        parts = []
+        for (name, _), handle, (norm, sample) in zip(params, handles, self._param_values(params, blocks)):
+            parts.append(f'{json.dumps(name)}:{{"fp":{_q(fpr.hex(handle))},"norm":{_num(norm)},"sample":"{sample}"}}')
+        loss = fpr.norm(self._loss) if self._loss is not None else None
+        self._loss = None
+        lines.append(f'{{"type":"step","step":{step},"ops":{len(ops)},"params":{{{",".join(parts)}}},"loss":{_num(loss)}}}')
+        self.out.write(lines)
+        self.stats.steps = step + 1
+        self.stats.ops += len(ops)
+        self._uninitialised.clear()  # a storage freed since may be reused by a tensor made without any op
+        self._prune()
+
+    def _op_line(self, step: int, op: tuple) -> str:
+        info, phase, site, ins, shapes, dtypes, outs, norm, rng = op
+        key = (site.filename, site.lineno, site.module)
+        where = self._site_json.get(key)
+        if where is None:
+            where = self._site_json[key] = self._where(site)
+        # Shapes and dtypes repeat from step to step: their JSON is made once per distinct list.
+        key = (*shapes, *dtypes)
+        meta = self._meta_json.get(key)
+        if meta is None:
+            meta = self._meta_json[key] = (
+                f'"shapes":{json.dumps([list(s) for s in shapes])},'
+                f'"dtypes":{json.dumps([str(d).removeprefix("torch.") for d in dtypes])}'
+            )
+        q = self._quoted
+        names = self._param_handles
+        if names:
+            in_text = ",".join(q(h) if h not in names else f'"p:{names[h]}@{self.fpr.hex(h)}"' for h in ins)
+        else:
+            in_text = ",".join(map(q, ins))
+        out_text = ",".join(map(q, outs))
+        i = self._i
+        self._i = i + 1
+        value = self.fpr.norm(norm) if norm is not None else None
+        norm_text = "null" if value is None or value != value or value in _INFINITIES else repr(value)
+        extra = f',"rng":{json.dumps(rng)}' if rng is not None else ""
+        return (
+            f'{{"type":"op","step":{step},"i":{i},"op":{info.jname},"phase":"{phase}",{where},'
+            f'{meta},"in":[{in_text}],"out":[{out_text}],"norm":{norm_text}{extra}}}'
+        )
+
+    def _quoted(self, handle) -> str:
+        value = self.fpr.hex(handle)
+        return "null" if value is None else f'"{value}"'
+
+    def _where(self, site) -> str:
+        entry = self.sourcemap.name(site.module) if site.module is not None else None
+        module = entry.path if entry else None
+        module_class = entry.cls if entry else None
+        return (
+            f'"module":{json.dumps(module)},"module_class":{json.dumps(module_class)},'
+            f'"file":{json.dumps(display_path(site.filename))},"line":{json.dumps(site.lineno)}'
+        )
+
+    def _prune(self) -> None:
+        """Forget dead tensors; keep the fingerprints that live tensors may still be read with."""
+        live = {}
+        keep = []
+        for key, entry in self.track.items():
+            if entry[0]() is not None:
+                live[key] = entry
+                if entry[2] is not None:
+                    keep.append(entry[2])
+        self.track = live
+        self.fpr.keep_only(keep)
+        kept = set(keep)
+        self._param_handles = {h: n for h, n in self._param_handles.items() if h in kept}
+
+    # ---------------------------------------------------------------- parameters
+
+    def _name_params(self, named) -> None:
+        self._param_ids = {}
+        self._param_list = []
+        for name, p in named:
+            if id(p) not in self._param_ids:
+                self._param_ids[id(p)] = name
+                self._param_list.append((name, p))
+
+    def _name_optimizer_params(self, optimizer) -> None:
+        """A script's parameters: by module path where the optimizer's params belong to a module seen, else group{g}.{k}."""
+        names = {}
+        root = self._script_root(optimizer)
+        if root is not None:
+            for name, p in root.named_parameters():
+                names.setdefault(id(p), name)
+        named = []
+        for g, group in enumerate(optimizer.param_groups):
+            for k, p in enumerate(group["params"]):
+                named.append((names.get(id(p), f"group{g}.{k}"), p))
+        self._name_params(named)
+
+    def _script_root(self, optimizer):
+        from opscan.trace.sourcemap import _find_root
+
+        wanted = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        for key in self._site_json:
+            module = key[2]
+            if module is None:
+                continue
+            root, _ = _find_root(module)
+            if any(id(p) in wanted for p in root.parameters()):
+                return root
+        for op in self.ops:
+            module = op[2].module
+            if module is not None:
+                root, _ = _find_root(module)
+                if any(id(p) in wanted for p in root.parameters()):
+                    return root
+        return None
+
+    def _params(self) -> list[tuple[str, torch.Tensor]]:
+        return getattr(self, "_param_list", [])
+
+    def _param_blocks(self, params) -> dict:
+        """Per device: every parameter's norm, then its sample, concatenated into one block of slots."""
+        by_device: dict = {}
+        for index, (_, p) in enumerate(params):
+            by_device.setdefault(p.device, []).append(index)
+        blocks = {}
+        for device, indexes in by_device.items():
+            tensors = [params[i][1].detach() for i in indexes]
+            norms = _norms(tensors)
+            samples = [self._sample(t) for t in tensors]
+            blocks[device] = (indexes, self.fpr.add_block(norms + samples, device), [s.numel() for s in samples])
+        return blocks
+
+    def _param_values(self, params, blocks) -> list[tuple[float, str]]:
+        """(norm, base64 sample) per parameter, in order, from the blocks read with the step."""
+        values: list = [None] * len(params)
+        for indexes, block, sizes in blocks.values():
+            floats = self.fpr.block(block)
+            offset = len(indexes)
+            for j, i in enumerate(indexes):
+                n = sizes[j]
+                sample = floats[offset : offset + n]
+                offset += n
+                values[i] = (floats[j], base64.b64encode(struct.pack(f"<{n}f", *sample)).decode("ascii"))
+        return values
+
+    def _sample(self, t: torch.Tensor) -> torch.Tensor:
+        """Up to SAMPLE elements at stride ceil(n / SAMPLE) over the flattened tensor, as float32.
+
+        For a contiguous float32 parameter this is a view, kept from step to step
+        (the optimizer updates the parameter in place).
+        """
+        key = (id(t), t.data_ptr(), t.shape)
+        cached = self._samples.get(id(t))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        n = t.numel()
+        flat = t.reshape(-1)
+        view = flat[:: -(-n // SAMPLE)] if n else flat
+        if view.dtype != torch.float32:
+            return view.float()
+        if t.is_contiguous():
+            self._samples[id(t)] = (key, view)
+        return view
+
+    # ---------------------------------------------------------------- header and end
+
+    def _header(self) -> str:
+        from opscan.trace.state import TorchFlags
+
+        flags = self._flags or TorchFlags.capture()
+        header = {
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "target": self.target,
+            "argv": self.argv,
+            "kind": self.kind,
+            "seed": self.seed,
+            "steps": self.steps_asked,
+            "device": self.device,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "fingerprint": self.fpr.scheme,
+            "env": record_env(self.device, flags),
+        }
+        return json.dumps(header)
+
+    def finish(self, outcome=None, *, complete: bool = True) -> None:
+        """Write the end line (only for a run that finished) and put the file in place."""
+        self.stats.unrecorded_ops = len(self.ops)
+        self.ops = []
+        lines = []
+        if not self._header_written:
+            with _disable_current_modes():
+                lines.append(self._header())
+            self._header_written = True
+        if complete:
+            stopped = bool(getattr(outcome, "stopped", False))
+            seconds = round(time.perf_counter() - self._t0, 3)
+            lines.append(json.dumps({"type": "end", "steps": self.stats.steps, "ops": self.stats.ops, "stopped": stopped, "seconds": seconds}))
+        self.out.write(lines)
+        self.stats.bytes = self.out.bytes
+
+
+def _norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """float32 2-norms (0-dim, on the device); one multi-tensor launch where all are float32."""
+    if tensors and all(t.dtype == torch.float32 for t in tensors):
+        try:
+            return list(torch._foreach_norm(tensors))
+        except (RuntimeError, TypeError):
+            pass
+    zero = None
+    out = []
+    for t in tensors:
+        if t.dtype in FLOATS or t.is_complex():
+            out.append(torch.linalg.vector_norm(t, dtype=torch.float32 if not t.is_complex() else None).float())
+        else:
+            zero = torch.full((), float("nan"), device=t.device) if zero is None else zero
+            out.append(zero)
+    return out
+
+
+def _first_tensor(args):
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            return value
+    return None
+
+
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def _q(value: str | None) -> str:
+    return "null" if value is None else f'"{value}"'
+
+
+def _num(value) -> str:
+    if value is None or not math.isfinite(value):
+        return "null"
+    return repr(float(value))
+
+
+def generator_state(gen) -> dict:
+    """A generator's position: Philox seed and offset for CUDA, a hash of the state for the CPU."""
+    device = gen.device
+    if device.type == "cuda":
+        # Generator.get_offset / initial_seed: torch/csrc/Generator.cpp (THPGenerator_getOffset), 2.11 and 2.14.
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return {"device": f"cuda:{index}", "seed": gen.initial_seed(), "offset": gen.get_offset()}
+    import hashlib
+
+    state = gen.get_state()  # a uint8 tensor (5056 bytes for the CPU's Mersenne Twister)
+    digest = hashlib.blake2b(bytes(state.tolist()), digest_size=8).hexdigest()
+    return {"device": str(device), "seed": gen.initial_seed(), "state": digest}
+
+
+# ---------------------------------------------------------------- the environment
+
+
+def record_env(device: str, flags=None) -> dict:
+    """The header's `env`: versions, device, and every flag that decides determinism, as flat values."""
+    import platform
+    import warnings
+
+    cuda = device.startswith("cuda") and torch.cuda.is_available()
+    env = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "nccl": _nccl_version() if cuda else None,
+        "gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None,
+        "driver": _driver_version() if cuda else None,
+        "python": platform.python_version(),
+    }
+    if flags is not None:
+        env.update(
+            {
+                "deterministic": flags.deterministic,
+                "warn_only": flags.warn_only,
+                "cudnn_enabled": flags.cudnn_enabled,
+                "cudnn_benchmark": flags.cudnn_benchmark,
+                "cudnn_deterministic": flags.cudnn_deterministic,
+            }
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading the TF32 flags warns on torch that prefers fp32_precision
+        env["allow_tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
+        env["allow_tf32_cudnn"] = bool(torch.backends.cudnn.allow_tf32)
+        env["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    env["cublas_workspace_config"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    env["inductor_deterministic"] = _inductor_deterministic()
+    env["pythonhashseed"] = os.environ.get("PYTHONHASHSEED")
+    env["fill_uninitialized_memory"] = getattr(flags, "fill_uninitialized_memory", None) if flags is not None else None
+    return env
+
+
+def _nccl_version():
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:  # noqa: BLE001 - a build without NCCL
+        return None
+    return ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+
+
+def _driver_version():
+    """The NVIDIA driver's version (580.x), from the kernel module; None where it cannot be read."""
+    try:
+        with open("/proc/driver/nvidia/version", encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    import re
+
+    m = re.search(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)", text) or re.search(r"\s(\d{3,}\.\d+(?:\.\d+)?)\s", text)
+    return m.group(1) if m else None
+
+
+def _inductor_deterministic():
+    """torch._inductor.config.deterministic where inductor is loaded (never imported here: it is slow), else the env var."""
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None:
+        value = getattr(config, "deterministic", None)
+        if isinstance(value, (bool, int, str)) or value is None:
+            return value
+    return os.environ.get("TORCHINDUCTOR_DETERMINISTIC")
+
+
+# ---------------------------------------------------------------- one record, start to end
+
+
+@dataclass
+class RecordResult:
+    """How a record went. `path` is the file kept: PATH when complete, PATH.partial when cut short, None when nothing was."""
+
+    path: str | None
+    complete: bool
+    steps: int = 0
+    ops: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    stopped: bool = False
+    notices: list[str] = field(default_factory=list)
+    problem: object = None  # findings.Problem
+
+
+def needs_cublas_config() -> bool:
+    """Does this torch refuse cuBLAS in deterministic mode without CUBLAS_WORKSPACE_CONFIG? (Before 2.10 it does.)"""
+    parts = torch.__version__.split("+")[0].split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) < (2, 10)
+    except (ValueError, IndexError):
+        return True
+
+
+def record(
+    target,
+    path: str,
+    *,
+    device: str,
+    steps: int,
+    seed: int | None = None,
+    deterministic: bool = False,
+    benchmark: bool | None = None,
+    input_shape=None,
+    scheme: str = DEFAULT_SCHEME,
+    staged: bool | None = None,
+    workload=None,
+) -> RecordResult:
+    """Record `target` for `steps` optimizer steps into `path` (streamed through PATH.partial).
+
+    `deterministic` turns on `torch.use_deterministic_algorithms(True)` and
+    turns cudnn.benchmark off (and sets CUBLAS_WORKSPACE_CONFIG=:4096:8 where
+    this torch needs it and it is not set; the variable is put back after);
+    `benchmark` sets cudnn.benchmark. The runner puts every flag back.
+    Raises OSError if PATH.partial cannot be created; anything else that goes
+    wrong is in the result's `problem`.
+    """
+    from opscan.trace.runner import run
+
+    t0 = time.perf_counter()
+    out = RecordFile(path)
+    recorder = Recorder(
+        out, target=target.name, kind=target.kind, argv=target.argv, steps=steps, device=device, seed=seed,
+        scheme=scheme, deterministic=deterministic, benchmark=benchmark, staged=staged,
+    )  # fmt: skip
+    saved_cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    set_cublas = deterministic and needs_cublas_config() and saved_cublas not in (":4096:8", ":16:8")
+    if set_cublas:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+    try:
+        outcome = run(
+            target, device=device, steps=steps, train=True, seed=seed, input_shape=input_shape,
+            modes=recorder.modes, on_step=recorder.end_step, workload=workload,
+        )  # fmt: skip
+    except BaseException:
+        out.abandon(remove=recorder.stats.steps == 0)
+        raise
+    finally:
+        if set_cublas:
+            if saved_cublas is None:
+                os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+            else:
+                os.environ["CUBLAS_WORKSPACE_CONFIG"] = saved_cublas
+    complete = outcome.problem is None
+    result = RecordResult(None, complete, stopped=outcome.stopped, notices=list(outcome.notices), problem=outcome.problem)
+    try:
+        recorder.finish(outcome, complete=complete)
+    except OSError:
+        out.abandon(remove=True)
+        raise
+    if complete:
+        result.path = out.commit()
+    else:
+        result.path = out.abandon(remove=recorder.stats.steps == 0)
+        if result.path:
+            result.notices.append(f"the record is incomplete: {result.path} holds the first {recorder.stats.steps} step(s)")
+    if recorder.stats.unfingerprinted:
+        result.notices.append(
+            f"{recorder.stats.unfingerprinted} tensor(s) could not be fingerprinted and are null in the record; "
+            f"the first: {recorder.stats.first_failure}"
+        )
+    if recorder.stats.unrecorded_ops:
+        result.notices.append(f"{recorder.stats.unrecorded_ops} op(s) after the last optimizer step are in no step and were not written")
+    result.steps, result.ops, result.bytes = recorder.stats.steps, recorder.stats.ops, out.bytes
+    result.seconds = time.perf_counter() - t0
+    return result

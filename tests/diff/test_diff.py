@@ -1,0 +1,165 @@
+"""`opscan diff` and `assert_reproducible`: a divergence is found at its line with its cause, and none where there is none.
+
+These use opscan.compare (docs/record-format.md, "compare output") for the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("torch")
+
+from tests.record.helpers import CPU, FIXTURES, env, line_of, opscan  # noqa: E402
+
+
+def _first(doc: dict) -> dict | None:
+    (table,) = [t for t in doc["tables"] if t["name"] == "first_divergence"]
+    return table["rows"][0] if table["rows"] else None
+
+
+def test_urandom_noise_is_found_at_its_line():
+    proc = opscan("diff", "models.py:build_noisy", "--steps", "2", *CPU, "--output-format", "json")
+    assert proc.returncode == 1, proc.stderr
+    first = _first(json.loads(proc.stdout))
+    assert first is not None
+    assert (first["file"], first["line"]) == ("models.py", line_of("NOISE_LINE"))
+    assert first["step"] in (0, 1) and first["phase"] == "forward"
+    assert first["cause"] in ("kernel nondeterminism", "data")
+    for key in ("op", "module", "file", "line", "step", "phase", "cause"):
+        assert key in first
+
+
+def test_without_the_noise_there_is_no_divergence():
+    proc = opscan("diff", "models.py:build_clean", "--steps", "2", *CPU, "--output-format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert _first(doc) is None and doc["findings"] == [] and doc["errors"] == []
+    assert doc["command"] == "diff" and doc["env"]["processes"] == "two fresh"
+
+
+def test_same_process_and_keep(tmp_path):
+    keep = tmp_path / "records"
+    proc = opscan("diff", "models.py:build_clean", "--steps", "2", *CPU, "--same-process", "--keep", str(keep), "--output-format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["env"]["processes"] == "one" and _first(doc) is None
+    assert sorted(os.listdir(keep)) == ["a.jsonl", "b.jsonl"]
+    assert any("kept the records" in n for n in doc["notices"])
+
+
+def test_a_script_is_diffed_in_two_processes(tmp_path):
+    proc = opscan("diff", "--steps", "2", *CPU, "--output-format", "json", "--run", "train.py", "--epochs", "5")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _first(json.loads(proc.stdout)) is None
+
+
+def test_an_extra_random_draw_is_a_random_stream_shift(tmp_path):
+    from opscan.compare import compare_records
+    from opscan.diff import first_divergence
+    from tests.record.helpers import read
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path, extra in ((a, {}), (b, {"OPSCAN_TEST_EXTRA_DRAW": "1"})):
+        proc = opscan("record", "models.py:build_dropper", "--steps", "2", *CPU, "-o", str(path), **extra)
+        assert proc.returncode == 0, proc.stderr
+    # what the record carries: the state on every draw, so the shifted stream shows on the next one
+    draws_a = [op for op in read(a)["ops"] if "rng" in op]
+    draws_b = [op for op in read(b)["ops"] if "rng" in op]
+    assert [op["op"] for op in draws_b] == ["aten.rand.default", "aten.bernoulli_.float"] * 2
+    assert [op["op"] for op in draws_a] == ["aten.bernoulli_.float"] * 2
+    assert draws_a[0]["rng"] == draws_b[0]["rng"]  # the extra draw starts where a's dropout would have
+    assert draws_a[0]["rng"] != draws_b[1]["rng"]  # and b's dropout then draws from a moved stream
+    first = first_divergence(compare_records(str(a), str(b)))
+    assert first is not None and first["cause"] == "random stream"
+    assert first["op"].startswith("aten.bernoulli") and first["line"] == line_of("DROPOUT_LINE") and first["step"] == 0
+
+
+def test_bad_input_to_diff(tmp_path):
+    proc = opscan("diff", "nowhere.py:build", *CPU)
+    assert proc.returncode == 2 and "nowhere.py: no such file" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "file").write_text("")
+    proc = opscan("diff", "models.py:build_clean", *CPU, "--keep", str(tmp_path / "file"))
+    assert proc.returncode == 2 and "not a directory" in proc.stderr
+
+
+def test_html_is_self_contained():
+    proc = opscan("diff", "models.py:build_noisy", "--steps", "2", *CPU, "--output-format", "html")
+    assert proc.returncode == 1, proc.stderr
+    page = proc.stdout
+    assert "<svg" in page  # compare's per-step parameter difference, drawn inline
+    assert not any(ref in page for ref in ('src="http', "src='http", 'href="http', "<link", "@import"))
+
+
+PLUGIN_TESTS = '''
+import os
+
+import torch
+from torch import nn
+
+
+class Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) + torch.frombuffer(bytearray(os.urandom(64)), dtype=torch.int32).view(4, 4) * 1e-12  # NOISY
+
+
+def test_linear_is_reproducible(assert_reproducible):
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    before = [p.detach().clone() for p in model.parameters()]
+    assert_reproducible(model, torch.randn(3, 4), steps=2)
+    assert all(torch.equal(a, p) for a, p in zip(before, model.parameters()))  # the model itself is not trained
+
+
+def test_noisy_is_not(assert_reproducible):
+    assert_reproducible(Noisy(), torch.randn(4, 4), steps=2, device="cpu")
+
+
+def test_cuda_skips_without_a_gpu(assert_reproducible):
+    assert_reproducible(nn.Linear(2, 2), torch.randn(1, 2), device="cuda")
+'''
+
+
+def test_assert_reproducible_fixture(tmp_path):
+    (tmp_path / "test_repro.py").write_text(PLUGIN_TESTS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:opscan", "-p", "opscan.pytest_plugin", "-p", "no:cacheprovider", "test_repro.py"],
+        cwd=tmp_path, env=env(), check=False, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    skipped = "1 skipped" if "CUDA_VISIBLE_DEVICES" in env() and not _has_cuda() else ""
+    assert "1 failed, 1 passed" in out and skipped in out, out
+    noisy_line = next(i for i, text in enumerate(PLUGIN_TESTS.splitlines(), 1) if text.endswith("# NOISY"))
+    assert "test_noisy_is_not" in out and "not reproducible" in out
+    assert f"test_repro.py:{noisy_line}" in out, out
+    if skipped:
+        assert "no CUDA device here" in out
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and os.environ.get("CUDA_VISIBLE_DEVICES", "x") != ""
+
+
+def test_first_divergence_reads_compare_or_findings():
+    from opscan.diff import describe, first_divergence
+    from opscan.findings import Column, Finding, Report, Table
+
+    table = Table("first_divergence", "First divergence", [Column(k) for k in ("op", "module", "file", "line", "step", "phase", "cause")])
+    table.add("aten.mm.default", "fc", "m.py", 3, 1, "backward", "kernel nondeterminism")
+    assert first_divergence(Report("compare", tables=[table]))["line"] == 3
+    finding = Finding("DET200", "x", "m.py", 4, properties={"op": "aten.add.Tensor", "step": 0, "phase": "forward", "cause": "data", "module": ""})
+    got = first_divergence(Report("compare", [finding]))
+    assert (got["file"], got["line"], got["cause"]) == ("m.py", 4, "data")
+    assert "m.py:4" in describe(got) and "the root module" in describe(got)
+    assert first_divergence(Report("compare")) is None

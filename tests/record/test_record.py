@@ -1,0 +1,275 @@
+"""`opscan record`: the header, every op line, the step lines, backward lines, scripts, and the state left behind."""
+
+from __future__ import annotations
+
+import base64
+import math
+import random
+import re
+import struct
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from opscan.trace.fingerprint import reference  # noqa: E402
+from tests.record.helpers import CPU, FIXTURES, line_of, read, record  # noqa: E402
+
+HEX = re.compile(r"^[0-9a-f]{16}$")
+PARAM_REF = re.compile(r"^p:[\w.]+@[0-9a-f]{16}$")
+ENV_KEYS = (
+    "torch", "cuda", "cudnn", "nccl", "gpu", "driver", "python", "deterministic", "warn_only", "cudnn_enabled",
+    "cudnn_benchmark", "cudnn_deterministic", "allow_tf32_matmul", "allow_tf32_cudnn", "float32_matmul_precision",
+    "cublas_workspace_config", "inductor_deterministic", "pythonhashseed",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    """A 2-step record of models.py:build_clean, made once for the tests that only read it."""
+    from opscan.cli import main  # capsys is function-scoped: run the command directly
+    from tests.util import chdir
+
+    path = tmp_path_factory.mktemp("rec") / "clean.jsonl"
+    with chdir(FIXTURES):
+        assert main(["record", "models.py:build_clean", "--steps", "2", *CPU, "-o", str(path)]) == 0
+    return read(path)
+
+
+def test_header_has_every_field(clean):
+    h = clean["header"]
+    assert clean["lines"][0] is h and h["type"] == "header"
+    assert (h["format"], h["version"], h["target"], h["argv"], h["kind"]) == ("opscan-record", 1, "models.py:build_clean", [], "callable")
+    assert (h["seed"], h["steps"], h["device"], h["fingerprint"]) == (0, 2, "cpu", "xor64+sum")
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", h["created"])
+    env = h["env"]
+    assert set(ENV_KEYS) <= set(env), set(ENV_KEYS) - set(env)
+    assert all(not isinstance(v, (dict, list)) for v in env.values())
+    assert env["torch"] == torch.__version__ and env["deterministic"] is False and env["gpu"] is None
+    assert env["float32_matmul_precision"] == torch.get_float32_matmul_precision()
+
+
+def test_every_op_line_has_its_fields(clean):
+    ops = clean["ops"]
+    assert ops and [op["i"] for op in ops] == list(range(len(ops)))
+    for op in ops:
+        assert op["op"].startswith("aten.") and op["phase"] in ("forward", "backward", "optimizer")
+        assert op["step"] in (0, 1)
+        for key in ("module", "module_class", "file", "line", "norm"):
+            assert key in op
+        assert len(op["shapes"]) == len(op["dtypes"]) == len(op["in"])
+        for fp in op["in"]:
+            assert fp is None or HEX.match(fp) or PARAM_REF.match(fp), fp
+        for fp in op["out"]:
+            assert fp is None or HEX.match(fp), fp
+        assert op["norm"] is None or isinstance(op["norm"], float)
+    phases = {op["phase"] for op in ops}
+    assert phases == {"forward", "backward", "optimizer"}
+    relu = next(op for op in ops if op["op"] == "aten.relu.default")
+    assert (relu["module"], relu["module_class"], relu["file"], relu["line"]) == ("", "Net", "models.py", line_of("NET_RELU_LINE"))
+    addmm = next(op for op in ops if op["op"] == "aten.addmm.default")
+    assert (addmm["module"], addmm["module_class"]) == ("fc1", "Linear")
+    assert any(fp.startswith("p:fc1.bias@") for fp in addmm["in"] if fp)
+
+
+def test_step_and_end_lines(clean):
+    steps, ops, end = clean["steps"], clean["ops"], clean["end"]
+    assert [s["step"] for s in steps] == [0, 1]
+    for s in steps:
+        assert s["ops"] == sum(1 for op in ops if op["step"] == s["step"])
+        assert list(s["params"]) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+        assert isinstance(s["loss"], float)
+    assert (end["steps"], end["ops"], end["stopped"]) == (2, len(ops), False)
+    assert clean["lines"][-1] is end
+    # every op line of a step comes before its step line
+    kinds = [(d["type"], d.get("step")) for d in clean["lines"][1:-1]]
+    assert kinds.index(("step", 0)) < kinds.index(("op", 1))
+
+
+def _train_like_the_runner(build, steps):
+    """The runner's training loop, outside opscan: seed 0, SGD(lr=0.01, momentum=0.9), loss = sum of the output."""
+    torch.manual_seed(0)
+    random.seed(0)
+    try:
+        import numpy
+
+        numpy.random.seed(0)
+    except ImportError:
+        pass
+    model, x = build()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    states, losses = [], []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        states.append({n: p.detach().clone() for n, p in model.named_parameters()})
+    return states, losses
+
+
+def test_parameter_fingerprints_norms_and_samples_each_step(clean):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_models", FIXTURES / "models.py")
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    states, losses = _train_like_the_runner(models.build_clean, 2)
+    assert clean["steps"][0]["params"]["fc1.weight"]["fp"] != clean["steps"][1]["params"]["fc1.weight"]["fp"]
+    for step, state, loss in zip(clean["steps"], states, losses):
+        assert step["loss"] == pytest.approx(loss, rel=1e-6)
+        for name, p in state.items():
+            entry = step["params"][name]
+            assert entry["fp"] == reference(p), (step["step"], name)
+            assert entry["norm"] == pytest.approx(p.double().norm().item(), rel=1e-5)
+            raw = base64.b64decode(entry["sample"])
+            flat = p.reshape(-1)
+            stride = math.ceil(flat.numel() / 256)
+            expected = flat[::stride].tolist()
+            assert list(struct.unpack(f"<{len(raw) // 4}f", raw)) == expected
+
+
+def test_output_fingerprints_are_those_of_the_values(clean):
+    """The first addmm's output is fc1(x): its fingerprint is the reference one of that tensor, computed apart."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_models2", FIXTURES / "models.py")
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    torch.manual_seed(0)
+    model, x = models.build_clean()
+    addmm = next(op for op in clean["ops"] if op["op"] == "aten.addmm.default")
+    assert addmm["out"] == [reference(model.fc1(x))]
+    assert addmm["norm"] == pytest.approx(model.fc1(x).norm().item(), rel=1e-6)
+    assert reference(x) in addmm["in"]  # the batch: fingerprinted where it is first read
+
+
+def test_backward_ops_carry_the_forward_line(capsys, tmp_path):
+    path = tmp_path / "conv.jsonl"
+    rc, _, err = record(capsys, "models.py:build_conv", "--steps", "1", *CPU, "-o", str(path))
+    assert rc == 0, err
+    ops = read(path)["ops"]
+    conv_bwd = [op for op in ops if op["op"].startswith("aten.convolution_backward")]
+    assert conv_bwd and all(
+        (op["phase"], op["module"], op["module_class"], op["file"], op["line"]) == ("backward", "conv", "Conv2d", "models.py", line_of("CONV_LINE"))
+        for op in conv_bwd
+    )
+    head_bwd = [op for op in ops if op["phase"] == "backward" and op["module"] == "head" and op["op"] == "aten.mm.default"]
+    assert head_bwd and all((op["file"], op["line"]) == ("models.py", line_of("HEAD_LINE")) for op in head_bwd)
+    bn_bwd = [op for op in ops if op["phase"] == "backward" and "batch_norm_backward" in op["op"]]
+    assert bn_bwd and bn_bwd[0]["module"] == "bn"
+
+
+def test_random_ops_carry_the_generator_state(capsys, tmp_path, monkeypatch):
+    path = tmp_path / "drop.jsonl"
+    monkeypatch.setenv("OPSCAN_TEST_EXTRA_DRAW", "1")
+    rc, _, err = record(capsys, "models.py:build_dropper", "--steps", "2", *CPU, "-o", str(path))
+    assert rc == 0, err
+    ops = read(path)["ops"]
+    draws = [op for op in ops if "rng" in op]
+    rand = [op for op in draws if op["op"] == "aten.rand.default"]
+    drop = [op for op in draws if op["op"].startswith("aten.bernoulli")]
+    assert len(rand) == 2 and len(drop) == 2  # one of each per step
+    assert rand[0]["line"] == line_of("EXTRA_DRAW_LINE") and drop[0]["line"] == line_of("DROPOUT_LINE")
+    states = [op["rng"]["state"] for op in draws]
+    assert all(op["rng"]["device"] == "cpu" and op["rng"]["seed"] == 0 for op in draws)
+    assert len(set(states)) == len(states)  # every draw moves the generator on
+    assert not any("rng" in op for op in ops if op not in draws)
+
+
+def test_seed_deterministic_and_benchmark_flags_reach_the_header(capsys, tmp_path):
+    path = tmp_path / "flags.jsonl"
+    rc, _, err = record(capsys, "models.py:build_clean", "--seed", "7", "--deterministic", *CPU, "-o", str(path))
+    assert rc == 0, err
+    h = read(path)["header"]
+    assert h["seed"] == 7 and h["env"]["deterministic"] is True and h["env"]["cudnn_benchmark"] is False
+    rc, _, err = record(capsys, "models.py:build_clean", "--benchmark", *CPU, "-o", str(path))
+    assert rc == 0, err
+    assert read(path)["header"]["env"]["cudnn_benchmark"] is True
+    assert not torch.are_deterministic_algorithms_enabled() and not torch.backends.cudnn.benchmark
+
+
+def test_a_script_is_recorded_until_steps(capsys, tmp_path):
+    path = tmp_path / "script.jsonl"
+    rc, out, err = record(capsys, "--steps", "3", *CPU, "-o", str(path), "--run", "train.py", "--epochs", "10")
+    assert rc == 0, err
+    # The script prints after opt.step(); the third step's is where opscan stops it.
+    assert [line for line in err.splitlines() if line.startswith("SCRIPT")] == [f"SCRIPT step {i}" for i in range(2)]
+    rec = read(path)
+    h = rec["header"]
+    assert (h["kind"], h["target"], h["argv"], h["seed"]) == ("script", "train.py", ["--epochs", "10"], None)
+    assert [s["step"] for s in rec["steps"]] == [0, 1, 2]
+    assert rec["end"]["stopped"] is True and rec["end"]["steps"] == 3
+    assert list(rec["steps"][0]["params"]) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    assert all(isinstance(s["loss"], float) for s in rec["steps"])
+    assert "stopped after 3 optimizer step(s)" in err
+    assert "SCRIPT finished" not in err
+    init = [op for op in rec["ops"] if op["op"] == "aten.uniform_.default"]
+    assert init and all(op["in"] == [None] for op in init)  # nn.Linear's torch.empty weight: garbage, not fingerprinted
+    assert all(op["out"][0] for op in init)
+    script_ops = [op for op in rec["ops"] if op["file"] == "train.py"]
+    assert script_ops and {op["phase"] for op in rec["ops"]} >= {"forward", "backward", "optimizer"}
+
+
+def test_a_script_that_ends_first_has_its_steps(capsys, tmp_path):
+    path = tmp_path / "script.jsonl"
+    rc, _, err = record(capsys, "--steps", "5", *CPU, "--seed", "3", "-o", str(path), "--run", "train.py", "--epochs", "2")
+    assert rc == 0, err
+    rec = read(path)
+    assert rec["header"]["seed"] == 3 and len(rec["steps"]) == 2 and rec["end"]["stopped"] is False
+    assert "the script ended after 2 optimizer step(s)" in err
+
+
+def test_torch_state_is_as_before(capsys, tmp_path):
+    from torch.optim import optimizer as optim_module
+
+    rng = torch.get_rng_state()
+    hooks = (len(optim_module._global_optimizer_pre_hooks), len(optim_module._global_optimizer_post_hooks))
+    flags = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark, torch.is_grad_enabled())
+    rc, _, err = record(capsys, "models.py:build_conv", "--deterministic", "--benchmark", *CPU, "-o", str(tmp_path / "r.jsonl"))
+    assert rc == 0, err
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert (len(optim_module._global_optimizer_pre_hooks), len(optim_module._global_optimizer_post_hooks)) == hooks
+    assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark, torch.is_grad_enabled()) == flags
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+@pytest.mark.parametrize("target", ["models.py:build_conv", "--run train.py --foreach"])
+def test_staged_fingerprints_equal_direct_ones(tmp_path, target):
+    """The CUDA path (staging buffers, one multi-tensor copy for a foreach op) gives the same record as the direct one."""
+    from opscan.trace.record import record as record_run
+    from opscan.trace.runner import parse_target, script_target
+    from tests.util import chdir
+
+    if target.startswith("--run"):
+        _, script, *argv = target.split()
+        spec = script_target(script, argv)
+    else:
+        spec = parse_target(target)
+    records = []
+    with chdir(FIXTURES):
+        for staged in (False, True):
+            path = tmp_path / f"staged-{staged}.jsonl"
+            result = record_run(spec, str(path), device="cpu", steps=2, seed=0, staged=staged)
+            assert result.complete, result.problem
+            records.append(read(path))
+    if target.startswith("--run"):
+        assert any(op["op"].startswith("aten._foreach_") for op in records[0]["ops"])
+    direct, staged = records
+    assert [(op["op"], op["in"], op["out"]) for op in direct["ops"]] == [(op["op"], op["in"], op["out"]) for op in staged["ops"]]
+    assert [{n: p["fp"] for n, p in s["params"].items()} for s in direct["steps"]] == [
+        {n: p["fp"] for n, p in s["params"].items()} for s in staged["steps"]
+    ]
+    for a, b in zip(direct["ops"], staged["ops"]):
+        assert (a["norm"] is None) == (b["norm"] is None)
+        if a["norm"] is not None:
+            assert b["norm"] == pytest.approx(a["norm"], rel=1e-5, abs=1e-6)
+
+
+def test_views_share_or_derive_their_base_fingerprint(clean):
+    ops = clean["ops"]
+    detach = [op for op in ops if op["op"] == "aten.detach.default"]
+    assert detach and all(op["out"] == [op["in"][0].rsplit("@", 1)[-1]] for op in detach if op["in"][0])
+    t = next(op for op in ops if op["op"] == "aten.t.default")
+    assert t["out"][0] and t["out"][0] != t["in"][0].rsplit("@", 1)[-1]
