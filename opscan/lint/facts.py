@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 7
+FACTS_VERSION = 8
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -36,7 +36,7 @@ _MAX_QUALNAME_PARTS = 64
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
 _ENV = "os.environ"
-_ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")  # a constant naming one counts as reading it
+_ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "NCCL_ALGO")  # a constant naming one counts as reading it
 # Expression nodes with nothing inside that can call, so nothing to record: names, operators,
 # contexts (Load/Store), and lambdas, whose bodies run only when called.
 _NO_EVENTS = frozenset(
