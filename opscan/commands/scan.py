@@ -6,8 +6,9 @@ Importing this module imports no torch; `run` does, after the targets' spelling 
 from __future__ import annotations
 
 import argparse
+import time
 
-from opscan.commands.common import add_output_arguments, emit, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error, needs_torch
 
 PARTIAL_SCAN = (
     "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
@@ -125,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         return error(missing)
 
+    from opscan.trace import ranks
     from opscan.trace.runner import resolve_device
     from opscan.trace.scan import scan
 
@@ -134,7 +136,37 @@ def run(args: argparse.Namespace) -> int:
         return error(str(exc))
     steps = args.steps or settings.max_steps or 1
     probe = ("strict" if args.strict else "default") if args.probe else None
-    report = scan(targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape, probe=probe)
+    rank = ranks.from_env()
+    started = time.time()
+    report = scan(
+        targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape, probe=probe, rank=rank
+    )  # fmt: skip
     if device == "cpu":
         report.notices.insert(0, PARTIAL_SCAN)
-    return emit(report, args)
+    if rank is None:
+        return emit(report, args)
+    return _emit_rank(report, rank, args, started)
+
+
+def _emit_rank(report, rank, args: argparse.Namespace, started: float) -> int:
+    """One rank of a torchrun launch: its own report to -o FILE.rankR, and on rank 0 the merged one where -o says.
+
+    The other ranks print nothing on stdout and exit 0 once their report is
+    written (torchrun stops every rank when one exits non-zero, and rank 0 may
+    still be waiting): rank 0's exit code is the launch's.
+    """
+    from opscan.output import render, write
+    from opscan.trace import ranks
+
+    folder = ranks.exchange_dir(args.output_file)
+    try:
+        if args.output_file not in (None, "-"):
+            write(render(report, args.output_format), ranks.rank_path(args.output_file, rank.rank))
+        if rank.rank != 0:
+            ranks.leave(report, rank, folder)
+            return EXIT_CLEAN
+    except OSError as exc:
+        return error(f"rank {rank.rank}: cannot write its report: {exc.strerror or exc}")
+    others, missing = ranks.gather(rank, folder, since=started - 1.0)
+    ranks.clean(folder, others)
+    return emit(ranks.merge(report, rank, others, missing), args)

@@ -201,13 +201,54 @@ equal (same torch, CUDA, cuDNN and driver, the same flags) and compare again.
     command="compare",
 )
 
+RANKS_RULE = parse_doc(
+    """DET205 replicas-differ: Data-parallel ranks hold different parameters after an optimizer step.
+
+## What it does
+Reported by `opscan compare --ranks RECORD...` (one record per rank of a
+data-parallel run, e.g. `run.rank*.jsonl`) at the first step where a
+parameter's fingerprint after the optimizer step is not the same on every
+rank. Replicas start equal, all-reduce their gradients and take the same
+step, so they must stay bitwise equal; the rank whose value differs from the
+majority is named (with two ranks there is no majority: both are named).
+
+## Why is this bad?
+A rank that drifted (its own data order or random stream, a gradient changed
+after the all-reduce, a collective that reduced in another order on one
+rank) trains a different model from the others, silently: DDP does not check
+that replicas agree, and a checkpoint saved from rank 0 is not what the
+other ranks trained.
+
+## Example
+```python
+loss.backward()
+if dist.get_rank() == 1:
+    p.grad.add_(noise)  # after the all-reduce: this rank alone steps differently
+opt.step()
+```
+
+## Use instead
+```python
+loss.backward()        # change gradients before the all-reduce, on every rank alike
+opt.step()
+```
+
+## Fix
+Look at what the named rank does differently at that step: code behind
+`if rank == ...`, a generator seeded by rank where it should not be, a
+gradient hook that runs after the reduction.
+""",
+    command="compare",
+)
+
 KERNEL = KERNEL_RULE.code
 RANDOM = RANDOM_RULE.code
 DATA = DATA_RULE.code
 STRUCTURE = STRUCTURE_RULE.code
 ENVIRONMENT = ENVIRONMENT_RULE.code
+RANKS = RANKS_RULE.code
 
-RULES = (KERNEL_RULE, RANDOM_RULE, DATA_RULE, STRUCTURE_RULE, ENVIRONMENT_RULE)
+RULES = (KERNEL_RULE, RANDOM_RULE, DATA_RULE, STRUCTURE_RULE, ENVIRONMENT_RULE, RANKS_RULE)
 
 # The `cause` column of `first_divergence`, by code.
 CAUSES = {

@@ -104,3 +104,13 @@ def global_rng_library(qualname: str) -> str | None:
     if module == "numpy.random" and name not in NUMPY_RANDOM_EXCLUDED and not name.startswith("_"):
         return "numpy"
     return None
+
+
+# -- calls a rule reads by name, without effects ------------------------------------
+#
+# torch.distributed's entry points change no determinism state, so no model above has
+# them; DET011 reads their arguments (the backend, the mesh's device type), so the facts
+# pass must keep their calls (opscan.lint.relevance).
+INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
+INIT_DEVICE_MESH = ("torch.distributed.init_device_mesh", "torch.distributed.device_mesh.init_device_mesh")
+READ_CALLS = (*INIT_PROCESS_GROUP, *INIT_DEVICE_MESH)

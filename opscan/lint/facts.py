@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 8
+FACTS_VERSION = 9
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -41,7 +41,7 @@ _ENV = "os.environ"
 # Calls that set environment variables: a name among their arguments is read through `_Scope.constant`.
 _ENV_WRITERS = frozenset({"os.environ.setdefault", "os.environ.update", "os.putenv"})
 _CONSTANT_TYPES = (str, int, float, bool, type(None))
-_ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")  # a constant naming one counts as reading it
+_ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "NCCL_ALGO")  # a constant naming one counts as reading it
 _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # packages whose import may build one
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
 # drop_last, timeout, worker_init_fn, ...): the positions of the parameters lint follows.

@@ -9,8 +9,8 @@ parsing. `CallFilter` drops them, and only them:
 - a call that hands a local function over by name (`spawn(worker)`) is kept;
 - a method whose name an op rule lists (`.put_`, `.index_reduce_`) is kept;
 - a call of an unknown callee with no such method name leads nowhere: dropped;
-- a local callee (`$.`), a modelled API, an op rule's API and a global-RNG
-  function are kept;
+- a local callee (`$.`), a modelled API, an op rule's API, a callee a rule
+  reads by name (`apis.READ_CALLS`) and a global-RNG function are kept;
 - any other callee is dropped only when its top-level package is a library
   (the standard library, torch, numpy, ...). Whether that holds for a given
   project is checked when the project is linked: a module whose dropped calls
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 
-from opscan.lint.apis import global_rng_library
+from opscan.lint.apis import READ_CALLS, global_rng_library
 
 # Top-level packages treated as libraries, besides the standard library's own names.
 LIBRARIES = frozenset(
@@ -67,7 +67,7 @@ class CallFilter:
         from opscan.lint.modelled import MODELS
         from opscan.rules import load
 
-        names, methods = set(MODELS), set()
+        names, methods = set(MODELS) | set(READ_CALLS), set()
         for op in load().ops:  # all versions: facts do not depend on the target version
             for api in op.apis:
                 (methods if api.kind == "method" else names).add(api.name)

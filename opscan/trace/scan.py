@@ -14,18 +14,30 @@ from opscan.findings import Finding, Problem, Report
 from opscan.trace.codes import BENCHMARK_CODE, CUBLAS_CODE, RULES
 
 
-def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str | None = None) -> Report:
+def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str | None = None, rank=None) -> Report:
     """Scan every target on `device`; a target that fails is a Problem in the report, and the others still run.
 
     With `probe` ("default" or "strict"), each target runs under the probe
     (opscan.trace.probe) instead: its silent ops are DET101 findings, and in
     strict mode the ops that raise are DET100 findings as in a plain scan.
+
+    With `rank` (an opscan.trace.ranks.RankInfo: one process of a torchrun
+    launch), the env also carries the world size, the backend of the process
+    group the script initialised, the NCCL version and every NCCL_* variable,
+    and each finding names its rank.
     """
     from opscan.trace.runner import run
     from opscan.trace.tracer import Trace, collect_env
 
     report = Report("scan", rules=RULES)
     flags, cublas_alerted = None, False
+    backends: list[str] = []
+
+    def on_step(_step: int) -> None:
+        if rank is not None and not backends:
+            from opscan.trace.ranks import backend
+
+            backends.extend(filter(None, [backend()]))
     for target in targets:
         traces: list[Trace] = []
         probes = []
@@ -44,7 +56,7 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
             return [trace]
 
         is_script = target.kind == "script"
-        outcome = run(target, device=device, steps=steps if is_script else 1, input_shape=input_shape, modes=modes)
+        outcome = run(target, device=device, steps=steps if is_script else 1, input_shape=input_shape, modes=modes, on_step=on_step)
         report.notices.extend(f"{target.name}: {n}" for n in outcome.notices)
         if outcome.problem is not None:
             report.errors.append(outcome.problem)
@@ -70,6 +82,20 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
         if report.env.get("cublas_enforced") and not cublas_alerted:
             report.findings.append(_cublas_finding(report.env))
     report.env["targets"] = len(targets)
+    if rank is not None:
+        from opscan.trace import ranks
+
+        report.env.update(
+            {
+                "rank": rank.rank,
+                "local_rank": rank.local_rank,
+                "world_size": rank.world_size,
+                "backend": backends[0] if backends else ranks.backend(),
+                "nccl": ranks.nccl_version(),
+                **ranks.nccl_env(),
+            }
+        )
+        ranks.tag(report, rank)
     return report
 
 

@@ -5,9 +5,9 @@ A rule module defines `RULE` (its RuleInfo, parsed from the docstring) and
 engine itself, for files it cannot analyse.
 """
 
-from opscan.lint.rules import det000, det001, det002, det003, det004, det005, det006, det007, det008, det009
+from opscan.lint.rules import det000, det001, det002, det003, det004, det005, det006, det007, det008, det009, det011
 
-CHECKS = (det001, det002, det003, det004, det005, det006, det007, det008, det009)
+CHECKS = (det001, det002, det003, det004, det005, det006, det007, det008, det009, det011)
 
 # Every code lint can report, DET000 first, with its documentation.
 RULES = (det000.RULE, *(check.RULE for check in CHECKS))

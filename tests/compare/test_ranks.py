@@ -1,0 +1,87 @@
+"""`opscan compare --ranks`: the first step and parameter where data-parallel replicas part, and the rank that does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from opscan.cli import main
+from opscan.compare.ranks import compare_ranks, split
+
+PARAMS = ("fc.weight", "fc.bias")
+
+
+def _write(path, rank: int, steps: int, drift: dict | None = None, end: bool = True, env_rank: bool = True) -> str:
+    """A record of `steps` steps whose params are equal on every rank unless `drift` = {step: (param, ...)} says."""
+    env = {"torch": "2.14.1", "rank": rank, "world_size": 4} if env_rank else {"torch": "2.14.1"}
+    lines = [{"type": "header", "format": "opscan-record", "version": 1, "target": "train_ddp.py", "argv": [], "kind": "script",
+              "seed": 0, "steps": steps, "device": "cpu", "fingerprint": "test", "env": env}]  # fmt: skip
+    parted = False
+    for step in range(steps):
+        drifted = (drift or {}).get(step, ())
+        params = {}
+        for name in PARAMS:
+            # once a replica parts it stays apart: every later step differs too
+            fp = f"{step:04x}{PARAMS.index(name):04x}" + ("dead" if name in drifted or parted else "0000") + "0000"
+            params[name] = {"fp": fp, "norm": 1.0, "sample": None}
+        parted = parted or bool(drifted)
+        lines.append({"type": "step", "step": step, "ops": 0, "params": params, "loss": None})
+    if end:
+        lines.append({"type": "end", "steps": steps, "ops": 0, "stopped": False, "seconds": 0.1})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+def _records(tmp_path, n: int, steps: int = 4, drifting: dict | None = None, **kw) -> list[str]:
+    return [_write(tmp_path / f"run.rank{r}.jsonl", r, steps, (drifting or {}).get(r), **kw) for r in range(n)]
+
+
+def test_equal_replicas_pass(tmp_path):
+    report = compare_ranks(_records(tmp_path, 2))
+    assert report.exit_code() == 0 and not report.findings
+    assert "bitwise-equal parameters after all 4 steps on 2 ranks" in report.notices[-1]
+
+
+def test_the_drifting_rank_is_found_at_its_first_step_and_parameter(tmp_path):
+    report = compare_ranks(_records(tmp_path, 4, drifting={2: {1: ("fc.bias",)}}))
+    (finding,) = report.findings
+    assert finding.code == "DET205"
+    assert (finding.properties["step"], finding.properties["param"], finding.properties["rank"]) == (1, "fc.bias", 2)
+    assert finding.properties["ranks_agree"] == [0, 1, 3]
+    assert "step 1: parameter `fc.bias` after the optimizer step differs on rank 2 from ranks 0, 1, 3" in finding.message
+    assert report.table("rank_divergence").rows == [(1, "fc.bias", [2], [0, 1, 3], 1)]
+    assert report.exit_code() == 1
+
+
+def test_two_ranks_have_no_majority(tmp_path):
+    report = compare_ranks(_records(tmp_path, 2, drifting={1: {0: PARAMS}}))
+    (finding,) = report.findings
+    assert finding.properties["rank"] is None and finding.properties["ranks_differ"] == [0, 1]
+    assert "no majority" in finding.message and "2 parameters differ" in finding.message
+
+
+def test_ranks_from_file_names_and_cli(tmp_path, capsys):
+    paths = _records(tmp_path, 3, drifting={0: {2: ("fc.weight",)}}, env_rank=False)
+    rc = main(["compare", "--output-format", "json", "--ranks", *reversed(paths)])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    (finding,) = doc["findings"]
+    assert (finding["step"], finding["param"], finding["rank"]) == (2, "fc.weight", 0)
+
+
+def test_fewer_steps_on_one_rank_and_bad_usage(tmp_path, capsys):
+    paths = _records(tmp_path, 2)
+    _write(tmp_path / "run.rank1.jsonl", 1, 2)
+    report = compare_ranks(paths)
+    assert not report.findings and "rank 1 recorded fewer steps; compared the first 2" in report.notices
+    assert compare_ranks(paths[:1]).exit_code() == 2
+    assert main(["compare", paths[0], "--ranks", *paths]) == 2
+    assert main(["compare", paths[0]]) == 2
+    assert "--ranks RECORD" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_split(n):
+    assert split({r: "a" for r in range(n)}) == (list(range(n)), [])
+    assert split({0: "a", 1: "b", 2: "a"}) == ([0, 2], [1])
