@@ -855,8 +855,12 @@ def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None 
     except MemoryError:  # the parser's own stack overflows this way on some versions
         facts.error = "cannot parse file: too deeply nested or too large for Python's parser (MemoryError)"
         return facts
-    except ValueError as exc:  # NUL bytes (<=3.11)
-        facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
+    except ValueError as exc:  # NUL bytes on 3.10, which 3.11+ report as the SyntaxError above
+        if "null bytes" in str(exc):
+            facts.error = f"syntax error: {exc}"  # the same finding on every supported Python
+            facts.error_loc = Loc(1, 1, 1, 1)
+        else:
+            facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
         return facts
     try:
         _FactsBuilder(facts, package, calls).run(tree)
