@@ -44,8 +44,14 @@ def _git(*args: str, cwd: Path) -> str:
 def _working_tree_files() -> list[str]:
     """The files a user's clone would have: tracked and untracked-but-not-ignored, as they are now."""
     if (ROOT / ".git").exists():
-        out = _git("ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=ROOT)
-        return sorted({f for f in out.split("\0") if f and (ROOT / f).is_file()})
+        # A CI checkout may belong to another user: git then refuses the tree ("dubious
+        # ownership", exit 128) since the global config, where safe.directory lives, is off here.
+        try:
+            out = _git("-c", f"safe.directory={ROOT}", "ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=ROOT)
+        except subprocess.CalledProcessError:
+            out = None
+        if out is not None:
+            return sorted({f for f in out.split("\0") if f and (ROOT / f).is_file()})
     skip = {".git", ".venv", "__pycache__", ".opscan_cache", ".pytest_cache", ".hypothesis", "build", "dist", "data"}
     return sorted(
         str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts)
