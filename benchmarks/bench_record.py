@@ -11,6 +11,7 @@ its ratio to the plain step, and the record's size per step.
                    the JSON lines, the write): what `opscan record` adds per step, scheme xor64+sum
     record_xor     the same with scheme xor64 (one reduction fewer)
     record_direct  the same without the staging buffers (two or three reductions per tensor)
+    record_inline  record with the JSON lines made and written in the training process (no writer process)
     debugmode      plain under torch.utils._debug_mode.DebugMode with log_tensor_hashes(hash_fn="hash_tensor"),
                    outputs only (its default), logs kept in memory and not printed: the most favourable
                    setting for DebugMode (skipped where this torch has no DebugMode)
@@ -36,7 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opscan.trace.record import Recorder, RecordFile
+from opscan.trace.record import Recorder
+from opscan.trace.recordwriter import InlineWriter, open_writer
 
 
 class NoopMode(TorchDispatchMode):
@@ -100,29 +102,34 @@ def timed(fn, device: str) -> float:
 
 
 class RecordVariant:
-    """One recorder kept across rounds, as in a run: each call is one recorded step and its end."""
+    """One recorder kept across rounds, as in a run: each call is one recorded step and its end.
 
-    def __init__(self, model, train_step, folder: str, device: str, **options):
-        self.out = RecordFile(os.path.join(folder, f"bench-{len(os.listdir(folder))}.jsonl"))
-        self.recorder = Recorder(self.out, target="bench", kind="zoo", steps=0, device=device, seed=0, **options)
+    The record goes to the writer `opscan record` uses (a writer process unless
+    OPSCAN_RECORD_WRITER=inline), so the end of step timed is what a run pays.
+    """
+
+    def __init__(self, model, train_step, folder: str, device: str, inline: bool = False, **options):
+        path = os.path.join(folder, f"bench-{len(os.listdir(folder))}.jsonl")
+        scheme = options.get("scheme", "xor64+sum")
+        self.writer = InlineWriter(path, scheme) if inline else open_writer(path, scheme)
+        self.recorder = Recorder(self.writer, target="bench", kind="zoo", steps=0, device=device, seed=0, **options)
         self.recorder.modes(model)
         self.train_step = train_step
         self.steps = 0
         self.end_seconds: list[float] = []
-        self.bytes_per_step: list[int] = []
+        self.bytes = 0
 
     def __call__(self):
         with self.recorder:
             self.train_step()
-        before, start = self.out.bytes, time.perf_counter()
+        start = time.perf_counter()
         self.recorder.end_step(self.steps)
         self.end_seconds.append(time.perf_counter() - start)
-        self.bytes_per_step.append(self.out.bytes - before)
         self.steps += 1
 
     def close(self):
-        self.out.abandon(remove=True)
-
+        """End the writer; the record's size is known then (the writer process counts it)."""
+        _, self.bytes = self.writer.finish(None, commit=False, remove=True)
 
 def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: int, folder: str) -> dict:
     base, x = build(name, batch, device, size)
@@ -142,6 +149,7 @@ def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: in
         "record": RecordVariant(*variant_step(), folder, device),
         "record_xor": RecordVariant(*variant_step(), folder, device, scheme="xor64"),
         "record_direct": RecordVariant(*variant_step(), folder, device, staged=False),
+        "record_inline": RecordVariant(*variant_step(), folder, device, inline=True),
     }
     runs = {"plain": plain, "noop": noop, **records}
     debug = debug_mode()
@@ -163,7 +171,6 @@ def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: in
                 runs[n]()
         for rec in records.values():
             rec.end_seconds.clear()
-            rec.bytes_per_step.clear()
         for r in range(rounds):
             order = names[r % len(names) :] + names[: r % len(names)]
             for n in order:
@@ -182,7 +189,7 @@ def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: in
         "ratio_to_plain": {n: round(m / medians["plain"], 3) for n, m in medians.items()},
         "record_end_of_step_ms": round(statistics.median(main.end_seconds) * 1e3, 3),
         "record_ops_per_step": main.recorder.stats.ops // max(main.recorder.stats.steps, 1),
-        "record_bytes_per_step": int(statistics.median(main.bytes_per_step)),
+        "record_bytes_per_step": main.bytes // max(main.steps, 1),
         "debugmode": "missing in this torch" if debug is None else f"log_tensor_hashes({', '.join(f'{k}={v!r}' for k, v in debug[1].items())})",
     }
     if "debugmode" in medians:
@@ -215,13 +222,14 @@ def main(argv=None) -> int:
             results.append(result)
             print(json.dumps(result), flush=True)
     print()
-    print("| model | batch | plain ms | noop x | record x | record_xor x | record_direct x | debugmode x | debugmode / record | record kB/step |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | batch | plain ms | noop x | record x | record_xor x | record_direct x | record_inline x | debugmode x | debugmode / record | record end of step ms | record kB/step |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         q = r["ratio_to_plain"]
         print(
             f"| {r['model']} | {r['batch']} | {r['median_ms']['plain']} | {q['noop']} | {q['record']} | {q['record_xor']} | "
-            f"{q['record_direct']} | {q.get('debugmode', '-')} | {r.get('debugmode_over_record', '-')} | {r['record_bytes_per_step'] / 1e3:.0f} |"
+            f"{q['record_direct']} | {q['record_inline']} | {q.get('debugmode', '-')} | {r.get('debugmode_over_record', '-')} | "
+            f"{r['record_end_of_step_ms']} | {r['record_bytes_per_step'] / 1e3:.0f} |"
         )
     for r in results:
         q = r["ratio_to_plain"]

@@ -27,8 +27,16 @@ transfer and resolves every fingerprint of the step.
 
 On CUDA, launching two or three reductions per tensor costs more host time
 than the dispatch mode itself, so floating-point tensors are *staged*
-instead: one `copy_` puts the tensor's values into a zeroed staging buffer
-(rows of `ROW` elements, each tensor starting on a row of its own), and when
+instead: a copy puts the tensor's values into a zeroed staging buffer
+(rows of `ROW` elements, each tensor starting on a row of its own). The
+copies are queued and made `COPY_BATCH` at a time by one `_foreach_copy_`
+(the queue holds an alias of each tensor, so its memory is not reused
+meanwhile, while autograd's reference counts stay as they were); an
+op that is about to write to a queued tensor's storage makes the queue's
+copies first (`before_write`, called by the recorder for every op whose
+schema writes an argument). The copies run on the stream current when they
+are made: a program that produces tensors on a side stream and records them
+there should not rely on the queue (`staged=False`). When
 the buffer fills, or the step ends, three reductions over all its rows at
 once give each row's xor, sum and float 2-norm. The host combines a tensor's
 rows (xor of xors, sum of sums, root of the sum of squared norms): the same
@@ -43,9 +51,17 @@ CUDA kernel dispatches on the input dtype, so there is no upcast copy),
 
 from __future__ import annotations
 
-import math
+import ctypes
 
 import torch
+
+from opscan.trace.recordwriter import (  # noqa: F401 - re-exported
+    HostSlots,
+    Resolver,
+    combine,
+    fmix64,
+    geometry_salt,
+)
 
 SCHEMES = ("xor64+sum", "xor64")
 DEFAULT_SCHEME = "xor64+sum"
@@ -68,24 +84,7 @@ _STAGED = (torch.float32, torch.float16, torch.bfloat16)
 
 ROW = 1 << 16  # staging row length in elements: a tensor pads to whole rows
 STAGE_BYTES = 256 << 20  # staging buffer per (device, dtype); bigger tensors are hashed directly
-
-
-def fmix64(x: int) -> int:
-    """MurmurHash3's 64-bit finaliser."""
-    x &= _M64
-    x ^= x >> 33
-    x = (x * 0xFF51AFD7ED558CCD) & _M64
-    x ^= x >> 33
-    x = (x * 0xC4CEB9FE1A85EC53) & _M64
-    x ^= x >> 33
-    return x
-
-
-def combine(scheme: str, x: int, s: int) -> str:
-    """The fingerprint, as 16 hex digits, of a tensor whose element bits xor to `x` and sum to `s` (already reduced)."""
-    if scheme == "xor64":
-        return f"{x & _M64:016x}"
-    return f"{fmix64((x & _M64) ^ fmix64(s)):016x}"
+COPY_BATCH = 64  # queued staging copies per `_foreach_copy_` launch
 
 
 def reference(t: torch.Tensor, scheme: str = DEFAULT_SCHEME) -> str:
@@ -178,18 +177,38 @@ class _Stage:
         self.values = self.buf.view(self.rows, ROW)
         self.used_rows = 0
         self.batch: list = [None]  # the batch being filled: set to (slots, first slot, rows, first norm slot) by flush()
+        self.pending_dst: list = []  # staging views waiting for their copy, and the tensors to copy into them
+        self.pending_src: list = []
         self._strides: dict[tuple, tuple] = {}
 
     def fits(self, n: int) -> bool:
         return -(-n // ROW) <= self.rows
 
     def put(self, t: torch.Tensor, n: int) -> tuple[list, int, int]:
-        """Copy t's values to whole rows; returns (batch, first row, row count)."""
+        """Queue t's values for whole rows; returns (batch, first row, row count).
+
+        The copy itself waits in `pending` and goes with the next ones in one
+        `_foreach_copy_` (`copy_pending`): the owner calls that before any op
+        writes to a queued tensor, and `flush` before it reduces the rows. The
+        queue holds a reference to t, so its memory cannot be reused meanwhile.
+        """
         if self.used_rows + -(-n // ROW) > self.rows:
             self.flush()
         dst, placed = self._place(t, n)
-        dst.copy_(t)
+        pending = self.pending_dst
+        pending.append(dst)
+        # An alias, not t itself: it keeps the memory but not t's own reference count, which autograd
+        # reads (AccumulateGrad steals a gradient no one else holds, and copies one that is held).
+        self.pending_src.append(t.detach())
+        if len(pending) >= COPY_BATCH:
+            self.copy_pending()
         return placed
+
+    def copy_pending(self) -> None:
+        """Copy every queued tensor to its rows: one multi-tensor launch."""
+        if self.pending_dst:
+            _copy_all(self.pending_dst, self.pending_src)
+            self.pending_dst, self.pending_src = [], []
 
     def put_many(self, tensors: list[torch.Tensor]) -> list[tuple[list, int, int]]:
         """`put` for many tensors: their destination views first, then one multi-tensor copy per batch."""
@@ -219,6 +238,7 @@ class _Stage:
 
     def flush(self) -> None:
         """Reduce every used row into slots; zero the rows for the next batch."""
+        self.copy_pending()
         r = self.used_rows
         if not r:
             return
@@ -236,51 +256,6 @@ class _Stage:
         self.batch[0] = (slots, a, r, n0, self.sum_view)
         self.batch = [None]
         self.used_rows = 0
-
-
-_DTYPE_CODES: dict = {}
-
-
-def geometry_salt(shape: tuple, stride: tuple, offset: int, dtype: torch.dtype) -> int:
-    """G of a derived fingerprint: fmix64 folded over rank, sizes, strides, offset, and a hash of the dtype's name."""
-    code = _DTYPE_CODES.get(dtype)
-    if code is None:
-        import hashlib
-
-        code = _DTYPE_CODES[dtype] = int.from_bytes(hashlib.blake2b(str(dtype).encode(), digest_size=8).digest(), "little")
-    g = fmix64(len(shape) + 0x9E3779B97F4A7C15)
-    for v in (*shape, *stride, offset, code):
-        g = fmix64(g ^ (v & _M64))
-    return g
-
-
-class _Host:
-    """One device's slots on the host, read as each dtype when first asked for."""
-
-    def __init__(self, host: torch.Tensor):
-        self.host = host
-        self._lists: dict[str, list] = {}
-
-    def get(self, kind: str) -> list:
-        values = self._lists.get(kind)
-        if values is None:
-            h = self.host
-            view = {
-                "u64": lambda: h.view(torch.int64),
-                "i64": lambda: h.view(torch.int64),
-                "i32": lambda: h.view(torch.int32)[0::2],
-                "i16": lambda: h.view(torch.int16)[0::4],
-                "f32": lambda: h.view(torch.float32)[0::2],
-                "f64": lambda: h.view(torch.float64),
-            }[kind]()
-            values = view.tolist()
-            if kind == "u64":
-                values = [v & _M64 for v in values]
-            self._lists[kind] = values
-        return values
-
-    def floats(self, k: int, n: int) -> list[float]:
-        return self.host.view(torch.float32)[2 * k : 2 * k + n].tolist()
 
 
 def _copy_all(dsts: list, srcs: list) -> None:
@@ -331,8 +306,10 @@ class Fingerprinter:
         self._blocks: list[tuple] = []  # this step's float32 blocks: (slots, first slot, length)
         self._block_values: list[list[float]] = []
         self._base = 0
-        self._hex: dict[int, str | None] = {}
-        self._norm: dict[int, float | None] = {}
+        self._resolver = Resolver(scheme)  # end_step()'s, when the step is resolved in this process
+        # Storages of the tensors whose staging copy is still queued (it may hold stale ones: a
+        # false hit only copies early). An op must not write to one before the copy is made.
+        self.queued: set[int] = set()
 
     # ---------------------------------------------------------------- the per-op path
 
@@ -352,6 +329,7 @@ class Fingerprinter:
         if stage is not None and -(-n // ROW) <= stage.rows:
             batch, row, count = stage.put(t, n)
             entries.append(("s", stage, batch, row, count, norm))
+            self.queued.add(t.untyped_storage().data_ptr())
             return handle
         slots = self._slots_for(device)
         bits = _int_view(t)
@@ -399,6 +377,25 @@ class Fingerprinter:
                 self._entries.append(("s", stage, *placed, i == norm_index))
                 handles[i] = self._base + len(self._entries) - 1
         return handles
+
+    def before_write(self, tensors) -> None:
+        """An op is about to write these tensors: make the queued copies first if one of them is queued."""
+        queued = self.queued
+        for t in tensors:
+            try:
+                hit = t.untyped_storage().data_ptr() in queued
+            except (RuntimeError, AttributeError):  # no storage to read (a subclass, a meta tensor): be safe
+                hit = True
+            if hit:
+                self.copy_pending()
+                return
+
+    def copy_pending(self) -> None:
+        """Make every queued staging copy now (one launch per staging buffer with a queue)."""
+        for stage in self._stages.values():
+            if stage is not None and stage.pending_dst:
+                stage.copy_pending()
+        self.queued.clear()
 
     def derive(self, base: int | None, view: torch.Tensor, base_tensor: torch.Tensor) -> int | None:
         """A handle for a view of an already fingerprinted tensor, without reading its values.
@@ -454,64 +451,65 @@ class Fingerprinter:
 
     # ---------------------------------------------------------------- once per step
 
-    def end_step(self) -> None:
-        """Flush the staging buffers, read every device's slots once, and resolve the step's handles."""
+    def end_step_raw(self) -> tuple[list[bytes], list[tuple], list[tuple]]:
+        """Flush the staging buffers and read every device's slots once: (slot bytes per device, entries, blocks).
+
+        The entries and blocks are plain data for `recordwriter.Resolver`
+        (which `end_step()` runs here, and a record's writer process runs beside).
+        """
         for stage in self._stages.values():
             if stage is not None:
                 stage.flush()
-        hosts = {id(slots): _Host(slots.read()) for slots in self._slots.values()}
-        self._block_values = [hosts[id(slots)].floats(k, n) for slots, k, n in self._blocks]
-        self._blocks = []
-        scheme, xor_only = self.scheme, self.xor_only
-        out_hex, out_norm = self._hex, self._norm
-        handle = self._base
+        self.queued.clear()
+        index: dict[int, int] = {}
+        hosts: list[bytes] = []
+        for slots in self._slots.values():
+            index[id(slots)] = len(hosts)
+            host = slots.read()
+            hosts.append(ctypes.string_at(host.data_ptr(), host.numel() * 8) if host.numel() else b"")
+        xor_only = self.xor_only
+        entries = []
         for entry in self._entries:
             kind = entry[0]
             if kind == "s":
                 _, stage, batch, row, count, want = entry
                 slots, a, r, n0, sum_view = batch[0]
-                host = hosts[id(slots)]
-                x = 0
-                for v in host.get("u64")[a + row : a + row + count]:
-                    x ^= v
-                s = 0 if xor_only else sum(host.get(sum_view)[a + r + row : a + r + row + count])
-                out_hex[handle] = combine(scheme, x, s & _SUM_MASK[stage.buf.element_size()])
-                if want:
-                    norms = host.get("f32")[n0 + row : n0 + row + count]
-                    out_norm[handle] = math.sqrt(sum(v * v for v in norms))
+                size = stage.buf.element_size()
+                entries.append(
+                    ("s", index[id(slots)], a + row, count, -1 if xor_only else a + r + row, sum_view, _SUM_MASK[size], n0 + row if want else -1)
+                )
             elif kind == "d":
                 _, slots, k, norm_kind, size = entry
-                host = hosts[id(slots)]
-                s = 0 if xor_only else host.get(_SUM_VIEW[size])[k + 1] & _SUM_MASK[size]
-                out_hex[handle] = combine(scheme, host.get("u64")[k], s)
-                if norm_kind:
-                    m = k + (1 if xor_only else 2)
-                    out_norm[handle] = host.get("f32" if norm_kind == 1 else "f64")[m]
+                entries.append(("d", index[id(slots)], k, norm_kind, _SUM_VIEW[size], _SUM_MASK[size], xor_only))
             elif kind == "x":
-                base = out_hex.get(entry[1])
-                out_hex[handle] = None if base is None else f"{fmix64(int(base, 16) ^ geometry_salt(*entry[2])):016x}"
+                shape, stride, offset, dtype = entry[2]
+                entries.append(("x", entry[1], shape, tuple(stride), offset, str(dtype)))
             elif kind == "v":
-                out_hex[handle] = None
-                out_norm[handle] = hosts[id(entry[1])].get("f64")[entry[2]]
+                entries.append(("v", index[id(entry[1])], entry[2]))
             else:
-                out_hex[handle] = entry[1]
-                if entry[2] is not None:
-                    out_norm[handle] = entry[2]
-            handle += 1
-        self._base = handle
+                entries.append(entry)
+        blocks = [(index[id(slots)], k, n) for slots, k, n in self._blocks]
+        self._blocks = []
+        self._base += len(entries)
         self._entries = []
+        return hosts, entries, blocks
+
+    def end_step(self) -> None:
+        """`end_step_raw()`, resolved here: `hex(handle)`, `norm(handle)` and `block(index)` answer after it."""
+        hosts, entries, blocks = self.end_step_raw()
+        views = [HostSlots(h) for h in hosts]
+        self._resolver.resolve(views, entries)
+        self._block_values = [views[hi].floats(k, n) for hi, k, n in blocks]
 
     def hex(self, handle: int | None) -> str | None:
-        return None if handle is None else self._hex.get(handle)
+        return None if handle is None else self._resolver.hex.get(handle)
 
     def norm(self, handle: int | None) -> float | None:
-        return None if handle is None else self._norm.get(handle)
+        return None if handle is None else self._resolver.norm.get(handle)
 
     def keep_only(self, handles) -> None:
         """Forget resolved handles except these (those a later step may still refer to)."""
-        keep = set(handles)
-        self._hex = {h: v for h, v in self._hex.items() if h in keep}
-        self._norm = {h: v for h, v in self._norm.items() if h in keep}
+        self._resolver.keep_only(handles)
 
     @property
     def pending(self) -> int:

@@ -38,11 +38,9 @@ flags and the RNG states.
 
 from __future__ import annotations
 
-import base64
+import gc
 import json
-import math
 import os
-import struct
 import sys
 import time
 import weakref
@@ -52,6 +50,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from opscan.trace.fingerprint import DEFAULT_SCHEME, FLOATS, Fingerprinter
+from opscan.trace.recordwriter import RecordFile, Step, open_writer  # noqa: F401 - RecordFile re-exported
 from opscan.trace.sourcemap import (
     NOWHERE,
     PHASE_BACKWARD,
@@ -64,6 +63,7 @@ from opscan.trace.sourcemap import (
 
 FORMAT, VERSION = "opscan-record", 1
 SAMPLE = 256  # elements per parameter sample
+GC_YOUNG = 20_000  # the collector's youngest-generation threshold while recording (CPython's default: 700)
 
 _grad_enabled = torch._C.is_grad_enabled
 _set_grad_enabled = torch._C._set_grad_enabled
@@ -90,9 +90,10 @@ _RANDOM_WITHOUT_GENERATOR = frozenset(
 class OpInfo:
     """What the schema says about one OpOverload, worked out once per run."""
 
-    __slots__ = ("name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
+    __slots__ = ("oid", "name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
 
-    def __init__(self, func):
+    def __init__(self, func, oid: int = 0):
+        self.oid = oid  # its number in the record's table of ops
         self.name = name = str(func)  # "aten.add.Tensor"
         self.jname = json.dumps(name)
         packet = ".".join(name.split(".")[:2])
@@ -131,44 +132,6 @@ class RecordStats:
     first_failure: str | None = None
 
 
-class RecordFile:
-    """The record on disk: streamed to PATH.partial, renamed to PATH once the run has finished.
-
-    A run killed midway leaves PATH.partial: every line up to the last
-    flushed step is whole (a reader drops a last line cut short).
-    """
-
-    def __init__(self, path: str):
-        self.path = path
-        self.partial = path + ".partial"
-        self._file = open(self.partial, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
-        self.bytes = 0
-
-    def write(self, lines: list[str]) -> None:
-        if not lines:
-            return
-        text = "\n".join(lines) + "\n"
-        self._file.write(text)
-        self._file.flush()
-        self.bytes += len(text)
-
-    def commit(self) -> str:
-        self._file.close()
-        os.replace(self.partial, self.path)
-        return self.path
-
-    def abandon(self, *, remove: bool) -> str | None:
-        """Close without renaming; remove the partial file too if asked (nothing useful in it)."""
-        self._file.close()
-        if remove:
-            try:
-                os.unlink(self.partial)
-            except OSError:
-                pass
-            return None
-        return self.partial
-
-
 class RecordMode(TorchDispatchMode):
     """Record every op to the recorder; see the module docstring for the per-op path.
 
@@ -192,7 +155,7 @@ class RecordMode(TorchDispatchMode):
         r = self.r
         info = r.infos.get(func)
         if info is None:
-            info = r.infos[func] = OpInfo(func)
+            info = r.new_op(func)
         if kwargs is None:
             kwargs = _NO_KWARGS
         if info.skip:
@@ -240,6 +203,13 @@ class RecordMode(TorchDispatchMode):
             if grad:
                 _set_grad_enabled(True)
 
+        if r.fresh_input:
+            # An input fingerprinted just now is copied before the op runs: an op may write what it
+            # reads where its schema does not say so (native_batch_norm updates its running stats).
+            r.fresh_input = False
+            r.fpr.copy_pending()
+        elif info.mutable and r.fpr.queued:  # the op writes: a queued staging copy of what it writes goes first
+            r.before_write(info, args, kwargs)
         out = func(*args, **kwargs)
 
         if grad:
@@ -284,7 +254,7 @@ class Recorder:
 
     def __init__(
         self,
-        out: RecordFile,
+        writer,
         *,
         target: str,
         kind: str,
@@ -297,7 +267,7 @@ class Recorder:
         benchmark: bool | None = None,
         staged: bool | None = None,
     ):
-        self.out = out
+        self.writer = writer  # recordwriter.ProcessWriter or InlineWriter: where the step's data goes
         self.target, self.kind, self.argv = target, kind, list(argv)
         self.steps_asked, self.device, self.seed = steps, device, seed
         self.deterministic, self.benchmark = deterministic, benchmark
@@ -310,11 +280,14 @@ class Recorder:
         self.model = None
         self.optimizer = None
         self._param_ids: dict[int, str] = {}  # id(parameter) -> name
-        self._param_handles: dict[int, str] = {}  # fingerprint handle -> parameter name, for `p:NAME@FP` inputs
+        self._new_param_handles: dict[int, str] = {}  # since the last step: fingerprint handle -> parameter name (`p:NAME@FP`)
         self._samples: dict[int, tuple] = {}
         self._uninitialised: set[int] = set()  # storages made by `empty` and not yet written (data_ptr)
-        self._site_json: dict = {}
-        self._meta_json: dict = {}
+        # Table numbers of what the writer has been sent the text of: sites, shapes and dtypes, ops.
+        self._site_ids: dict = {}
+        self._meta_ids: dict = {}
+        self._new_ops: dict[int, str] = {}
+        self._param_json: dict[str, str] = {}
         self._loss: int | None = None
         self._header_written = False
         self._flags = None
@@ -323,6 +296,8 @@ class Recorder:
         self._mode: RecordMode | None = None
         self._i = 0
         self._t0 = time.perf_counter()
+        self.fresh_input = False  # an input was fingerprinted during the current op (see RecordMode)
+        self._froze = False  # whether __enter__ froze the collector's objects (gc.freeze)
 
     # ---------------------------------------------------------------- entering and leaving
 
@@ -347,6 +322,18 @@ class Recorder:
             torch.backends.cudnn.benchmark = self.benchmark
         self.sourcemap.install()
         self._handles.append(register_optimizer_step_pre_hook(self._before_optimizer_step))
+        # Every object alive now (torch, the model, the user's program) moves to the collector's
+        # permanent generation while recording: the per-op tuples the record makes trigger
+        # collections, and each full one would walk all of them (430,000 objects with torch and
+        # torchvision loaded, 0.5 s on a 2-core EPYC). Put back on exit; left alone if the program
+        # froze objects itself.
+        self._froze = gc.isenabled() and gc.get_freeze_count() == 0
+        if self._froze:
+            gc.freeze()
+            # Fewer, larger young collections: most of what a step makes lives to its end anyway,
+            # and each collection of the middle generation walks all of it again.
+            self._gc_threshold = gc.get_threshold()
+            gc.set_threshold(max(self._gc_threshold[0], GC_YOUNG), *self._gc_threshold[1:])
         self._mode = RecordMode(self)
         self._mode.__enter__()
         return self
@@ -357,6 +344,10 @@ class Recorder:
             mode.__exit__(*exc_info)
         while self._handles:
             self._handles.pop().remove()
+        if self._froze:
+            self._froze = False
+            gc.set_threshold(*self._gc_threshold)
+            gc.unfreeze()
         self.sourcemap.remove()
         saved, self._saved_flags = self._saved_flags, None
         if saved is not None:
@@ -373,6 +364,12 @@ class Recorder:
                 self._name_optimizer_params(optimizer)
 
     # ---------------------------------------------------------------- the per-op work
+
+    def new_op(self, func) -> OpInfo:
+        """The schema facts of an op seen for the first time, numbered for the writer's table."""
+        info = self.infos[func] = OpInfo(func, len(self.infos))
+        self._new_ops[info.oid] = info.jname
+        return info
 
     def _register(self, t, handle) -> None:
         try:
@@ -397,7 +394,7 @@ class Recorder:
         if self._param_ids:
             name = self._param_ids.get(id(t))
             if name is not None:
-                self._param_handles[handle] = name
+                self._new_param_handles[handle] = name
         return handle
 
     def _failed(self, t, exc: BaseException) -> None:
@@ -420,6 +417,7 @@ class Recorder:
                     return None
             except RuntimeError:
                 pass
+        self.fresh_input = True
         return self.new(t)
 
     def ref(self, t):
@@ -509,6 +507,17 @@ class Recorder:
             outs.append(handle)
         return outs, norm
 
+    def before_write(self, info: OpInfo, args, kwargs) -> None:
+        """What the op is about to write, for the fingerprinter's queue of staging copies."""
+        tensors = []
+        for pos, name, kw_only in info.mutable:
+            value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
+            if isinstance(value, torch.Tensor):
+                tensors.append(value)
+            elif isinstance(value, (list, tuple)):
+                tensors.extend(t for t in value if isinstance(t, torch.Tensor))
+        self.fpr.before_write(tensors)
+
     def _written(self, info: OpInfo, args, kwargs) -> None:
         for pos, name, kw_only in info.mutable:
             value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
@@ -539,7 +548,7 @@ class Recorder:
             if names:
                 name = names.get(id(t))
                 if name is not None:
-                    self._param_handles[handle] = name
+                    self._new_param_handles[handle] = name
         return handles, (handles[first] if first is not None else None)
 
     def rng_state(self, info: OpInfo, args, kwargs) -> dict | None:
@@ -597,60 +606,52 @@ class Recorder:
         params = self._params()
         handles = [self.ref(p) for _, p in params]
         blocks = self._param_blocks(params)
-        self.fpr.end_step()
-        lines = []
+        hosts, entries, block_list = self.fpr.end_step_raw()
         if not self._header_written:
-            lines.append(self._header())
+            self.writer.line(self._header())
             self._header_written = True
-        for op in ops:
-            lines.append(self._op_line(step, op))
-        fpr = self.fpr
-        parts = []
-        for (name, _), handle, (norm, sample) in zip(params, handles, self._param_values(params, blocks)):
-            parts.append(f'{json.dumps(name)}:{{"fp":{_q(fpr.hex(handle))},"norm":{_num(norm)},"sample":"{sample}"}}')
-        loss = fpr.norm(self._loss) if self._loss is not None else None
-        self._loss = None
-        lines.append(f'{{"type":"step","step":{step},"ops":{len(ops)},"params":{{{",".join(parts)}}},"loss":{_num(loss)}}}')
-        self.out.write(lines)
+        # Each op by table number: a site's, a shape list's and an op's text go to the writer once.
+        site_ids, meta_ids = self._site_ids, self._meta_ids
+        new_sites, new_metas = {}, {}
+        rows = []
+        for info, phase, site, ins, shapes, dtypes, outs, norm, rng in ops:
+            key = (site.filename, site.lineno, site.module)
+            sid = site_ids.get(key)
+            if sid is None:
+                sid = site_ids[key] = len(site_ids)
+                new_sites[sid] = self._where(site)
+            key = (*shapes, *dtypes)
+            mid = meta_ids.get(key)
+            if mid is None:
+                mid = meta_ids[key] = len(meta_ids)
+                new_metas[mid] = (
+                    f'"shapes":{json.dumps([list(s) for s in shapes])},'
+                    f'"dtypes":{json.dumps([str(d).removeprefix("torch.") for d in dtypes])}'
+                )
+            rows.append((info.oid, phase, sid, mid, ins, outs, norm, rng))
+        param_rows: list = [None] * len(params)
+        names = self._param_json
+        for indexes, block, sizes in blocks.values():
+            offset = len(indexes)
+            for j, i in enumerate(indexes):
+                name = params[i][0]
+                text = names.get(name)
+                if text is None:
+                    text = names[name] = json.dumps(name)
+                param_rows[i] = (text, handles[i], block, j, offset, sizes[j])
+                offset += sizes[j]
+        loss, self._loss = self._loss, None
+        self._uninitialised.clear()  # a storage freed since may be reused by a tensor made without any op
+        keep = self._prune()
+        self.writer.step(
+            Step(
+                step, hosts, entries, block_list, rows, param_rows, loss, keep=keep,
+                new_ops=self._new_ops, new_sites=new_sites, new_metas=new_metas, new_param_handles=self._new_param_handles,
+            )
+        )  # fmt: skip
+        self._new_ops, self._new_param_handles = {}, {}
         self.stats.steps = step + 1
         self.stats.ops += len(ops)
-        self._uninitialised.clear()  # a storage freed since may be reused by a tensor made without any op
-        self._prune()
-
-    def _op_line(self, step: int, op: tuple) -> str:
-        info, phase, site, ins, shapes, dtypes, outs, norm, rng = op
-        key = (site.filename, site.lineno, site.module)
-        where = self._site_json.get(key)
-        if where is None:
-            where = self._site_json[key] = self._where(site)
-        # Shapes and dtypes repeat from step to step: their JSON is made once per distinct list.
-        key = (*shapes, *dtypes)
-        meta = self._meta_json.get(key)
-        if meta is None:
-            meta = self._meta_json[key] = (
-                f'"shapes":{json.dumps([list(s) for s in shapes])},'
-                f'"dtypes":{json.dumps([str(d).removeprefix("torch.") for d in dtypes])}'
-            )
-        q = self._quoted
-        names = self._param_handles
-        if names:
-            in_text = ",".join(q(h) if h not in names else f'"p:{names[h]}@{self.fpr.hex(h)}"' for h in ins)
-        else:
-            in_text = ",".join(map(q, ins))
-        out_text = ",".join(map(q, outs))
-        i = self._i
-        self._i = i + 1
-        value = self.fpr.norm(norm) if norm is not None else None
-        norm_text = "null" if value is None or value != value or value in _INFINITIES else repr(value)
-        extra = f',"rng":{json.dumps(rng)}' if rng is not None else ""
-        return (
-            f'{{"type":"op","step":{step},"i":{i},"op":{info.jname},"phase":"{phase}",{where},'
-            f'{meta},"in":[{in_text}],"out":[{out_text}],"norm":{norm_text}{extra}}}'
-        )
-
-    def _quoted(self, handle) -> str:
-        value = self.fpr.hex(handle)
-        return "null" if value is None else f'"{value}"'
 
     def _where(self, site) -> str:
         entry = self.sourcemap.name(site.module) if site.module is not None else None
@@ -661,8 +662,8 @@ class Recorder:
             f'"file":{json.dumps(display_path(site.filename))},"line":{json.dumps(site.lineno)}'
         )
 
-    def _prune(self) -> None:
-        """Forget dead tensors; keep the fingerprints that live tensors may still be read with."""
+    def _prune(self) -> list[int]:
+        """Forget dead tensors; returns the fingerprint handles that live tensors may still be read with."""
         live = {}
         keep = []
         for key, entry in self.track.items():
@@ -671,9 +672,7 @@ class Recorder:
                 if entry[2] is not None:
                     keep.append(entry[2])
         self.track = live
-        self.fpr.keep_only(keep)
-        kept = set(keep)
-        self._param_handles = {h: n for h, n in self._param_handles.items() if h in kept}
+        return keep
 
     # ---------------------------------------------------------------- parameters
 
@@ -702,7 +701,7 @@ class Recorder:
         from opscan.trace.sourcemap import _find_root
 
         wanted = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        for key in self._site_json:
+        for key in self._site_ids:
             module = key[2]
             if module is None:
                 continue
@@ -732,19 +731,6 @@ class Recorder:
             samples = [self._sample(t) for t in tensors]
             blocks[device] = (indexes, self.fpr.add_block(norms + samples, device), [s.numel() for s in samples])
         return blocks
-
-    def _param_values(self, params, blocks) -> list[tuple[float, str]]:
-        """(norm, base64 sample) per parameter, in order, from the blocks read with the step."""
-        values: list = [None] * len(params)
-        for indexes, block, sizes in blocks.values():
-            floats = self.fpr.block(block)
-            offset = len(indexes)
-            for j, i in enumerate(indexes):
-                n = sizes[j]
-                sample = floats[offset : offset + n]
-                offset += n
-                values[i] = (floats[j], base64.b64encode(struct.pack(f"<{n}f", *sample)).decode("ascii"))
-        return values
 
     def _sample(self, t: torch.Tensor) -> torch.Tensor:
         """Up to SAMPLE elements at stride ceil(n / SAMPLE) over the flattened tensor, as float32.
@@ -787,21 +773,32 @@ class Recorder:
         }
         return json.dumps(header)
 
-    def finish(self, outcome=None, *, complete: bool = True) -> None:
-        """Write the end line (only for a run that finished) and put the file in place."""
+    def finish(self, outcome=None, *, complete: bool = True) -> str | None:
+        """Write the end line (only for a run that finished) and put the file in place; returns the path kept.
+
+        Complete: PATH. Cut short: PATH.partial, or nothing when no step was
+        written. Raises OSError when the record could not be written.
+        """
         self.stats.unrecorded_ops = len(self.ops)
         self.ops = []
-        lines = []
         if not self._header_written:
             with _disable_current_modes():
-                lines.append(self._header())
+                self.writer.line(self._header())
             self._header_written = True
+        end = None
         if complete:
             stopped = bool(getattr(outcome, "stopped", False))
             seconds = round(time.perf_counter() - self._t0, 3)
-            lines.append(json.dumps({"type": "end", "steps": self.stats.steps, "ops": self.stats.ops, "stopped": stopped, "seconds": seconds}))
-        self.out.write(lines)
-        self.stats.bytes = self.out.bytes
+            end = json.dumps({"type": "end", "steps": self.stats.steps, "ops": self.stats.ops, "stopped": stopped, "seconds": seconds})
+        path, self.stats.bytes = self.writer.finish(end, commit=complete, remove=self.stats.steps == 0)
+        return path
+
+    def abandon(self) -> None:
+        """After an exception: keep PATH.partial with the steps written (nothing if none), and end the writer."""
+        try:
+            self.writer.finish(None, commit=False, remove=self.stats.steps == 0)
+        except OSError:
+            pass
 
 
 def _norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -827,19 +824,6 @@ def _first_tensor(args):
         if isinstance(value, torch.Tensor):
             return value
     return None
-
-
-_INFINITIES = (float("inf"), float("-inf"))
-
-
-def _q(value: str | None) -> str:
-    return "null" if value is None else f'"{value}"'
-
-
-def _num(value) -> str:
-    if value is None or not math.isfinite(value):
-        return "null"
-    return repr(float(value))
 
 
 def generator_state(gen) -> dict:
@@ -980,9 +964,9 @@ def record(
     from opscan.trace.runner import run
 
     t0 = time.perf_counter()
-    out = RecordFile(path)
+    writer = open_writer(path, scheme)
     recorder = Recorder(
-        out, target=target.name, kind=target.kind, argv=target.argv, steps=steps, device=device, seed=seed,
+        writer, target=target.name, kind=target.kind, argv=target.argv, steps=steps, device=device, seed=seed,
         scheme=scheme, deterministic=deterministic, benchmark=benchmark, staged=staged,
     )  # fmt: skip
     saved_cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
@@ -995,7 +979,7 @@ def record(
             modes=recorder.modes, on_step=recorder.end_step, workload=workload,
         )  # fmt: skip
     except BaseException:
-        out.abandon(remove=recorder.stats.steps == 0)
+        recorder.abandon()
         raise
     finally:
         if set_cublas:
@@ -1005,17 +989,9 @@ def record(
                 os.environ["CUBLAS_WORKSPACE_CONFIG"] = saved_cublas
     complete = outcome.problem is None
     result = RecordResult(None, complete, stopped=outcome.stopped, notices=list(outcome.notices), problem=outcome.problem)
-    try:
-        recorder.finish(outcome, complete=complete)
-    except OSError:
-        out.abandon(remove=True)
-        raise
-    if complete:
-        result.path = out.commit()
-    else:
-        result.path = out.abandon(remove=recorder.stats.steps == 0)
-        if result.path:
-            result.notices.append(f"the record is incomplete: {result.path} holds the first {recorder.stats.steps} step(s)")
+    result.path = recorder.finish(outcome, complete=complete)  # OSError: the writer removed PATH.partial
+    if not complete and result.path:
+        result.notices.append(f"the record is incomplete: {result.path} holds the first {recorder.stats.steps} step(s)")
     if recorder.stats.unfingerprinted:
         result.notices.append(
             f"{recorder.stats.unfingerprinted} tensor(s) could not be fingerprinted and are null in the record; "
@@ -1023,6 +999,6 @@ def record(
         )
     if recorder.stats.unrecorded_ops:
         result.notices.append(f"{recorder.stats.unrecorded_ops} op(s) after the last optimizer step are in no step and were not written")
-    result.steps, result.ops, result.bytes = recorder.stats.steps, recorder.stats.ops, out.bytes
+    result.steps, result.ops, result.bytes = recorder.stats.steps, recorder.stats.ops, recorder.stats.bytes
     result.seconds = time.perf_counter() - t0
     return result

@@ -1,0 +1,461 @@
+"""The host side of a record: fingerprints resolved from the step's slot bytes, JSON lines, the file. No torch.
+
+A recorded step ends with one device-to-host copy of the step's result slots
+(opscan/trace/fingerprint.py). What remains is pure host work: combining
+each tensor's reductions into its 16-hex-digit fingerprint, formatting a
+JSON line per op and writing the file. On a GPU that work costs as much as
+the recorded step itself, so by default it runs in a writer process beside
+the training process (`ProcessWriter`), which only hands it the step's raw
+data; `InlineWriter` does the same work in the calling process.
+
+Everything a step hands over is plain data (bytes, ints, strings, tuples),
+so this module imports no torch and the writer process starts in a few tens
+of milliseconds. The op, site and shape texts are sent once, as table
+entries, and referred to by number afterwards.
+
+Messages to the writer, in order (pickled tuples):
+    ("open", path)                       -> reply ("opened", error or None)
+    ("line", text)                       a line as is (the header)
+    ("step", Step)                       one step's ops and its step line
+    ("finish", end line or None, commit, remove)
+                                         -> reply ("done", path kept or None, bytes, error or None)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+_M64 = (1 << 64) - 1
+
+
+def fmix64(x: int) -> int:
+    """MurmurHash3's 64-bit finaliser."""
+    x &= _M64
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & _M64
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & _M64
+    x ^= x >> 33
+    return x
+
+
+def combine(scheme: str, x: int, s: int) -> str:
+    """The fingerprint, as 16 hex digits, of a tensor whose element bits xor to `x` and sum to `s` (already reduced)."""
+    if scheme == "xor64":
+        return f"{x & _M64:016x}"
+    return f"{fmix64((x & _M64) ^ fmix64(s)):016x}"
+
+
+_DTYPE_CODES: dict[str, int] = {}
+
+
+def geometry_salt(shape: tuple, stride: tuple, offset: int, dtype: str) -> int:
+    """G of a derived fingerprint: fmix64 folded over rank, sizes, strides, offset, and a hash of the dtype's name ("torch.float32")."""
+    code = _DTYPE_CODES.get(dtype)
+    if code is None:
+        code = _DTYPE_CODES[dtype] = int.from_bytes(hashlib.blake2b(dtype.encode(), digest_size=8).digest(), "little")
+    g = fmix64(len(shape) + 0x9E3779B97F4A7C15)
+    for v in (*shape, *stride, offset, code):
+        g = fmix64(g ^ (v & _M64))
+    return g
+
+
+class HostSlots:
+    """One device's result slots as copied to the host (8 bytes each), read as each kind when first asked for.
+
+    Slot k's low bytes through each kind (torch runs little-endian only):
+    u64/i64 the whole slot, i32/f32 its low 4 bytes, i16 its low 2.
+    """
+
+    _CASTS: ClassVar[dict[str, tuple[str, int]]] = {"u64": ("Q", 1), "i64": ("q", 1), "i32": ("i", 2), "i16": ("h", 4), "f32": ("f", 2), "f64": ("d", 1)}
+
+    def __init__(self, data: bytes):
+        self.view = memoryview(data)
+        self._lists: dict[str, list] = {}
+
+    def get(self, kind: str) -> list:
+        values = self._lists.get(kind)
+        if values is None:
+            code, step = self._CASTS[kind]
+            values = self._lists[kind] = self.view.cast(code)[::step].tolist() if len(self.view) else []
+        return values
+
+    def floats(self, k: int, n: int) -> list[float]:
+        return self.view.cast("f")[2 * k : 2 * k + n].tolist()
+
+
+class Resolver:
+    """Fingerprints and norms by handle, resolved from a step's slots; handles kept across steps on request.
+
+    Entries, one per handle in order from the step's first handle:
+        ("s", host, x0, count, s0, sum_kind, mask, n0)   staged rows: xor slots x0.., sum slots s0.. (s0 < 0: none),
+                                                          norm slots n0.. (n0 < 0: no norm)
+        ("d", host, k, norm_kind, sum_kind, mask, xor_only) direct reductions at slot k (norm_kind 0 none, 1 f32, 2 f64)
+        ("x", base handle, shape, stride, offset, dtype)  a view: derived from the base's fingerprint
+        ("v", host, k)                                   a value (a loss) in f64 slot k
+        ("c", hex, norm)                                 known without the device (an empty tensor)
+    """
+
+    def __init__(self, scheme: str):
+        self.scheme = scheme
+        self.hex: dict[int, str | None] = {}
+        self.norm: dict[int, float | None] = {}
+        self.base = 0
+
+    def resolve(self, hosts: list[HostSlots], entries: list[tuple]) -> None:
+        scheme = self.scheme
+        out_hex, out_norm = self.hex, self.norm
+        handle = self.base
+        for entry in entries:
+            kind = entry[0]
+            if kind == "s":
+                _, hi, x0, count, s0, sum_kind, mask, n0 = entry
+                host = hosts[hi]
+                x = 0
+                for v in host.get("u64")[x0 : x0 + count]:
+                    x ^= v
+                s = sum(host.get(sum_kind)[s0 : s0 + count]) & mask if s0 >= 0 else 0
+                out_hex[handle] = combine(scheme, x, s)
+                if n0 >= 0:
+                    out_norm[handle] = math.sqrt(sum(v * v for v in host.get("f32")[n0 : n0 + count]))
+            elif kind == "d":
+                _, hi, k, norm_kind, sum_kind, mask, xor_only = entry
+                host = hosts[hi]
+                s = 0 if xor_only else host.get(sum_kind)[k + 1] & mask
+                out_hex[handle] = combine(scheme, host.get("u64")[k], s)
+                if norm_kind:
+                    m = k + (1 if xor_only else 2)
+                    out_norm[handle] = host.get("f32" if norm_kind == 1 else "f64")[m]
+            elif kind == "x":
+                base = out_hex.get(entry[1])
+                out_hex[handle] = None if base is None else f"{fmix64(int(base, 16) ^ geometry_salt(*entry[2:])):016x}"
+            elif kind == "v":
+                out_hex[handle] = None
+                out_norm[handle] = hosts[entry[1]].get("f64")[entry[2]]
+            else:
+                out_hex[handle] = entry[1]
+                if entry[2] is not None:
+                    out_norm[handle] = entry[2]
+            handle += 1
+        self.base = handle
+
+    def keep_only(self, handles) -> None:
+        keep = set(handles)
+        self.hex = {h: v for h, v in self.hex.items() if h in keep}
+        self.norm = {h: v for h, v in self.norm.items() if h in keep}
+
+
+@dataclass
+class Step:
+    """One step, as the training process hands it over: raw slots and entries, ops by table number.
+
+    ops: (op number, phase, site number, shapes number, input handles, output handles, norm handle, rng dict or None)
+    params: (name as JSON, fingerprint handle, block number, norm position, sample offset, sample length)
+    """
+
+    step: int
+    hosts: list[bytes]
+    entries: list[tuple]
+    blocks: list[tuple]  # (host, first slot, float count)
+    ops: list[tuple]
+    params: list[tuple]
+    loss: int | None
+    keep: list[int] | None = None  # handles later steps may refer to (None: keep all)
+    new_ops: dict[int, str] = field(default_factory=dict)  # number -> the op's name as JSON
+    new_sites: dict[int, str] = field(default_factory=dict)  # number -> '"module":..,"module_class":..,"file":..,"line":..'
+    new_metas: dict[int, str] = field(default_factory=dict)  # number -> '"shapes":..,"dtypes":..'
+    new_param_handles: dict[int, str] = field(default_factory=dict)  # handle -> parameter name, for "p:NAME@FP" inputs
+
+
+class RecordFile:
+    """The record on disk: streamed to PATH.partial, renamed to PATH once the run has finished.
+
+    A run killed midway leaves PATH.partial: every line up to the last
+    flushed step is whole (a reader drops a last line cut short).
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.partial = path + ".partial"
+        self._file = open(self.partial, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
+        self.bytes = 0
+
+    def write(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        text = "\n".join(lines) + "\n"
+        self._file.write(text)
+        self._file.flush()
+        self.bytes += len(text)
+
+    def commit(self) -> str:
+        self._file.close()
+        os.replace(self.partial, self.path)
+        return self.path
+
+    def abandon(self, *, remove: bool) -> str | None:
+        """Close without renaming; remove the partial file too if asked (nothing useful in it)."""
+        self._file.close()
+        if remove:
+            try:
+                os.unlink(self.partial)
+            except OSError:
+                pass
+            return None
+        return self.partial
+
+
+class Encoder:
+    """Step data to JSON lines (docs/record-format.md), written to a RecordFile."""
+
+    def __init__(self, out: RecordFile, scheme: str):
+        self.out = out
+        self.resolver = Resolver(scheme)
+        self.ops: dict[int, str] = {}
+        self.sites: dict[int, str] = {}
+        self.metas: dict[int, str] = {}
+        self.param_handles: dict[int, str] = {}
+        self.i = 0
+
+    def write_step(self, step: Step) -> int:
+        """Write the step's op lines and step line; returns the bytes written."""
+        self.ops.update(step.new_ops)
+        self.sites.update(step.new_sites)
+        self.metas.update(step.new_metas)
+        self.param_handles.update(step.new_param_handles)
+        hosts = [HostSlots(h) for h in step.hosts]
+        resolver = self.resolver
+        resolver.resolve(hosts, step.entries)
+        blocks = [hosts[hi].floats(k, n) for hi, k, n in step.blocks]
+        hexes, norms = resolver.hex, resolver.norm
+        names = self.param_handles
+        ops_json, sites, metas = self.ops, self.sites, self.metas
+        n = step.step
+        lines = []
+        i = self.i
+        for oid, phase, sid, mid, ins, outs, norm, rng in step.ops:
+            if names:
+                in_text = ",".join(_quoted(hexes.get(h)) if h not in names else f'"p:{names[h]}@{hexes.get(h)}"' for h in ins)
+            else:
+                in_text = ",".join([_quoted(hexes.get(h)) for h in ins])
+            out_text = ",".join([_quoted(hexes.get(h)) for h in outs])
+            value = norms.get(norm) if norm is not None else None
+            norm_text = "null" if value is None or not math.isfinite(value) else repr(value)
+            extra = f',"rng":{_json(rng)}' if rng is not None else ""
+            lines.append(
+                f'{{"type":"op","step":{n},"i":{i},"op":{ops_json[oid]},"phase":"{phase}",{sites[sid]},'
+                f'{metas[mid]},"in":[{in_text}],"out":[{out_text}],"norm":{norm_text}{extra}}}'
+            )
+            i += 1
+        self.i = i
+        parts = []
+        for name, handle, block, j, offset, count in step.params:
+            floats = blocks[block]
+            sample = base64.b64encode(struct.pack(f"<{count}f", *floats[offset : offset + count])).decode("ascii")
+            parts.append(f'{name}:{{"fp":{_quoted(hexes.get(handle))},"norm":{_num(floats[j])},"sample":"{sample}"}}')
+        loss = norms.get(step.loss) if step.loss is not None else None
+        lines.append(f'{{"type":"step","step":{n},"ops":{len(step.ops)},"params":{{{",".join(parts)}}},"loss":{_num(loss)}}}')
+        before = self.out.bytes
+        self.out.write(lines)
+        if step.keep is not None:
+            resolver.keep_only(step.keep)
+            kept = set(step.keep)
+            self.param_handles = {h: v for h, v in self.param_handles.items() if h in kept}
+        return self.out.bytes - before
+
+
+def _quoted(value: str | None) -> str:
+    return "null" if value is None else f'"{value}"'
+
+
+def _num(value) -> str:
+    if value is None or not math.isfinite(value):
+        return "null"
+    return repr(float(value))
+
+
+_json = json.dumps
+
+
+# ---------------------------------------------------------------- the two writers
+
+
+class WriterError(OSError):
+    """The record could not be written (the writer process's error, or the writer process is gone)."""
+
+
+class InlineWriter:
+    """The encoder in this process: each step's lines are made and written before `step()` returns."""
+
+    def __init__(self, path: str, scheme: str):
+        self.out = RecordFile(path)  # raises OSError when PATH.partial cannot be created
+        self.encoder = Encoder(self.out, scheme)
+
+    @property
+    def bytes(self) -> int:
+        return self.out.bytes
+
+    def line(self, text: str) -> None:
+        self.out.write([text])
+
+    def step(self, step: Step) -> None:
+        self.encoder.write_step(step)
+
+    def finish(self, end_line: str | None, *, commit: bool, remove: bool) -> tuple[str | None, int]:
+        """Write the end line if any, then rename (commit) or abandon the file; returns (path kept, bytes)."""
+        try:
+            if end_line is not None:
+                self.out.write([end_line])
+        except OSError:
+            self.out.abandon(remove=True)
+            raise
+        path = self.out.commit() if commit else self.out.abandon(remove=remove)
+        return path, self.out.bytes
+
+
+class ProcessWriter:
+    """The encoder in a writer process: `step()` only pickles the step's raw data down a pipe.
+
+    The process imports no torch (this module only). It is started with the
+    interpreter running this one and the folder this package was imported
+    from, so a source checkout works as an installed package does. If the
+    training process dies, the writer reads end-of-file, closes PATH.partial
+    with every step it was handed, and exits.
+    """
+
+    def __init__(self, path: str, scheme: str):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        code = f"import sys; sys.path.insert(0, {root!r}); from opscan.trace.recordwriter import serve; serve()"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSTARTUP",)}
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True
+            )
+        except OSError as exc:
+            raise WriterError(f"the record writer process could not start: {exc}") from None
+        self.bytes = 0
+        self._send(("open", path, scheme))
+        reply = self._receive()
+        if reply[1] is not None:
+            self._close()
+            raise OSError(reply[1])
+
+    def line(self, text: str) -> None:
+        self._send(("line", text))
+
+    def step(self, step: Step) -> None:
+        self._send(("step", step))
+
+    def finish(self, end_line: str | None, *, commit: bool, remove: bool) -> tuple[str | None, int]:
+        self._send(("finish", end_line, commit, remove))
+        reply = self._receive()
+        self._close()
+        _, path, self.bytes, error = reply
+        if error is not None:
+            raise WriterError(error)
+        return path, self.bytes
+
+    def _send(self, message) -> None:
+        try:
+            pickle.dump(message, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise WriterError(f"the record writer process stopped ({exc})") from None
+
+    def _receive(self):
+        try:
+            return pickle.load(self._proc.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError) as exc:
+            code = self._proc.poll()
+            raise WriterError(f"the record writer process stopped (exit code {code}): {exc or 'no reply'}") from None
+
+    def _close(self) -> None:
+        for stream in (self._proc.stdin, self._proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __del__(self):  # a writer never finished (the recorder was dropped): end the process, keep PATH.partial
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            self._close()
+
+
+def open_writer(path: str, scheme: str):
+    """The writer for a new record at PATH: a writer process, or this process where one cannot start.
+
+    OPSCAN_RECORD_WRITER=inline asks for this process. Raises OSError when
+    PATH.partial cannot be created.
+    """
+    if os.environ.get("OPSCAN_RECORD_WRITER") != "inline":
+        try:
+            return ProcessWriter(path, scheme)
+        except WriterError:
+            pass
+    return InlineWriter(path, scheme)
+
+
+def serve(stdin=None, stdout=None) -> None:
+    """The writer process's loop: read messages until "finish" or end-of-file."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    encoder = None
+    error = None
+
+    def reply(message) -> None:
+        pickle.dump(message, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.flush()
+
+    while True:
+        try:
+            message = pickle.load(stdin)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            if encoder is not None:  # the training process is gone: keep what was written
+                encoder.out.abandon(remove=False)
+            return
+        kind = message[0]
+        if kind == "open":
+            try:
+                encoder = Encoder(RecordFile(message[1]), message[2])
+            except OSError as exc:
+                reply(("opened", f"{exc.strerror or exc}: {message[1]}.partial"))
+                return
+            reply(("opened", None))
+        elif kind == "finish":
+            _, end_line, commit, remove = message
+            path = None
+            if error is None:
+                try:
+                    if end_line is not None:
+                        encoder.out.write([end_line])
+                    path = encoder.out.commit() if commit else encoder.out.abandon(remove=remove)
+                except OSError as exc:
+                    error = f"{exc.strerror or exc}: {encoder.out.partial}"
+            if error is not None:
+                encoder.out.abandon(remove=True)
+            reply(("done", path, encoder.out.bytes, error))
+            return
+        elif error is None:
+            try:
+                if kind == "line":
+                    encoder.out.write([message[1]])
+                else:
+                    encoder.write_step(message[1])
+            except OSError as exc:  # disk full, say: stop writing, report it at the end
+                error = f"{exc.strerror or exc}: {encoder.out.partial}"
