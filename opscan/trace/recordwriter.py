@@ -205,7 +205,10 @@ class RecordFile:
 
     def abandon(self, *, remove: bool) -> str | None:
         """Close without renaming; remove the partial file too if asked (nothing useful in it)."""
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:  # what is still buffered cannot be written either (a full disk)
+            pass
         if remove:
             try:
                 os.unlink(self.partial)
@@ -459,3 +462,5 @@ def serve(stdin=None, stdout=None) -> None:
                     encoder.write_step(message[1])
             except OSError as exc:  # disk full, say: stop writing, report it at the end
                 error = f"{exc.strerror or exc}: {encoder.out.partial}"
+            except Exception as exc:  # noqa: BLE001 - a bug here: reported at the end, never a traceback on the user's terminal
+                error = f"the record writer failed: {type(exc).__name__}: {exc}"

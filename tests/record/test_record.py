@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import gc
+import json
 import math
 import random
 import re
@@ -227,8 +229,10 @@ def test_torch_state_is_as_before(capsys, tmp_path):
     rng = torch.get_rng_state()
     hooks = (len(optim_module._global_optimizer_pre_hooks), len(optim_module._global_optimizer_post_hooks))
     flags = (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark, torch.is_grad_enabled())
+    collector = (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count())
     rc, _, err = record(capsys, "models.py:build_conv", "--deterministic", "--benchmark", *CPU, "-o", str(tmp_path / "r.jsonl"))
     assert rc == 0, err
+    assert (gc.isenabled(), gc.get_threshold(), gc.get_freeze_count()) == collector  # the recorder froze and put back
     assert torch.equal(torch.get_rng_state(), rng)
     assert (len(optim_module._global_optimizer_pre_hooks), len(optim_module._global_optimizer_post_hooks)) == hooks
     assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.benchmark, torch.is_grad_enabled()) == flags
@@ -273,3 +277,23 @@ def test_views_share_or_derive_their_base_fingerprint(clean):
     assert detach and all(op["out"] == [op["in"][0].rsplit("@", 1)[-1]] for op in detach if op["in"][0])
     t = next(op for op in ops if op["op"] == "aten.t.default")
     assert t["out"][0] and t["out"][0] != t["in"][0].rsplit("@", 1)[-1]
+
+
+def test_the_inline_writer_writes_the_same_record(tmp_path, monkeypatch):
+    """OPSCAN_RECORD_WRITER=inline (no writer process) gives the same lines, but for the time stamps."""
+    from opscan.trace.record import record as record_run
+    from opscan.trace.runner import parse_target
+    from tests.util import chdir
+
+    texts = []
+    for writer in ("process", "inline"):
+        monkeypatch.setenv("OPSCAN_RECORD_WRITER", writer)
+        path = tmp_path / f"{writer}.jsonl"
+        with chdir(FIXTURES):
+            result = record_run(parse_target("models.py:build_conv"), str(path), device="cpu", steps=2, seed=0)
+        assert result.complete and result.bytes == path.stat().st_size
+        lines = [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines()]
+        lines[0].pop("created")
+        lines[-1].pop("seconds")
+        texts.append(lines)
+    assert texts[0] == texts[1]

@@ -1,0 +1,138 @@
+"""The record's host side (opscan/trace/recordwriter.py): the writer process and the inline writer write the same lines."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import struct
+import sys
+
+import pytest
+
+from opscan.trace.recordwriter import InlineWriter, ProcessWriter, Step, WriterError, combine, fmix64, geometry_salt, serve
+
+
+def _slots(*values: int) -> bytes:
+    return struct.pack(f"<{len(values)}Q", *values)
+
+
+def _float_slot(x: float) -> int:
+    """A slot whose low 4 bytes hold x as float32 (the norm slots' layout)."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _step(n: int) -> Step:
+    # Slots: 0 xor, 1 sum (int32 in the low half), 2 norm (f32); 3-4 a loss (f64); 5.. a block of floats.
+    loss = struct.unpack("<Q", struct.pack("<d", 0.25))[0]
+    block = struct.unpack("<Q", struct.pack("<ff", 3.0, 1.5))[0]
+    host = _slots(0x1234, 7, _float_slot(2.0), loss, block)
+    entries = [
+        ("d", 0, 0, 1, "i32", (1 << 32) - 1, False),  # handle 2n+0: direct, with a norm
+        ("x", 2 * n, (2, 2), (2, 1), 0, "torch.float32"),  # handle 2n+1: a view of it
+    ]
+    entries.append(("v", 0, 3))  # the loss
+    return Step(
+        step=n, hosts=[host], entries=entries, blocks=[(0, 4, 2)],
+        ops=[(0, "forward", 0, 0, (None,), (3 * n,), 3 * n, None), (1, "backward", 0, 0, (3 * n,), (3 * n + 1,), None, {"device": "cpu"})],
+        params=[('"w"', 3 * n, 0, 0, 1, 1)], loss=3 * n + 2, keep=[3 * n],
+        new_ops={0: '"aten.mm.default"', 1: '"aten.t.default"'} if n == 0 else {},
+        new_sites={0: '"module":null,"module_class":null,"file":"t.py","line":3'} if n == 0 else {},
+        new_metas={0: '"shapes":[[2,2]],"dtypes":["float32"]'} if n == 0 else {},
+        new_param_handles={3 * n: "w"},
+    )  # fmt: skip
+
+
+def _write(writer) -> tuple[str, int]:
+    writer.line('{"type":"header"}')
+    for n in range(2):
+        writer.step(_step(n))
+    return writer.finish('{"type":"end"}', commit=True, remove=False)
+
+
+def test_the_writer_process_writes_what_the_inline_writer_writes(tmp_path):
+    a, b = tmp_path / "inline.jsonl", tmp_path / "process.jsonl"
+    path_a, bytes_a = _write(InlineWriter(str(a), "xor64+sum"))
+    path_b, bytes_b = _write(ProcessWriter(str(b), "xor64+sum"))
+    assert (path_a, path_b) == (str(a), str(b))
+    assert a.read_bytes() == b.read_bytes() and bytes_a == bytes_b == len(a.read_bytes())
+    assert not (tmp_path / "process.jsonl.partial").exists()
+    lines = [json.loads(text) for text in a.read_text(encoding="utf-8").splitlines()]
+    fp = combine("xor64+sum", 0x1234, 7)
+    first = lines[1]
+    assert first == {
+        "type": "op", "step": 0, "i": 0, "op": "aten.mm.default", "phase": "forward", "module": None, "module_class": None,
+        "file": "t.py", "line": 3, "shapes": [[2, 2]], "dtypes": ["float32"], "in": [None], "out": [fp], "norm": 2.0,
+    }  # fmt: skip
+    view = f"{fmix64(int(fp, 16) ^ geometry_salt((2, 2), (2, 1), 0, 'torch.float32')):016x}"
+    assert lines[2]["in"] == [f"p:w@{fp}"] and lines[2]["out"] == [view] and lines[2]["rng"] == {"device": "cpu"}
+    assert lines[3] == {"type": "step", "step": 0, "ops": 2, "params": {"w": {"fp": fp, "norm": 3.0, "sample": lines[3]["params"]["w"]["sample"]}}, "loss": 0.25}
+    assert struct.unpack("<f", __import__("base64").b64decode(lines[3]["params"]["w"]["sample"])) == (1.5,)
+    assert [d["i"] for d in lines if d["type"] == "op"] == [0, 1, 2, 3]  # numbered across steps
+    assert lines[-1] == {"type": "end"}
+
+
+def test_a_folder_that_does_not_exist_is_an_oserror_and_leaves_nothing(tmp_path):
+    for make in (InlineWriter, ProcessWriter):
+        with pytest.raises(OSError, match="nope"):
+            make(str(tmp_path / "nope" / "r.jsonl"), "xor64")
+    assert not (tmp_path / "nope").exists()
+
+
+def test_a_cut_short_record_keeps_its_partial_file_or_removes_an_empty_one(tmp_path):
+    path = tmp_path / "r.jsonl"
+    writer = ProcessWriter(str(path), "xor64")
+    writer.line('{"type":"header"}')
+    writer.step(_step(0))
+    kept, _ = writer.finish(None, commit=False, remove=False)
+    assert kept == str(path) + ".partial" and not path.exists()
+    assert len(open(kept, encoding="utf-8").read().splitlines()) == 4
+    writer = ProcessWriter(str(tmp_path / "empty.jsonl"), "xor64")
+    assert writer.finish(None, commit=False, remove=True) == (None, 0)
+    assert not list(tmp_path.glob("empty*"))
+
+
+def test_end_of_input_closes_the_partial_file_with_every_step_handed_over(tmp_path):
+    """The training process died: the writer keeps what it was sent."""
+    path = tmp_path / "r.jsonl"
+    stream = io.BytesIO()
+    for message in (("open", str(path), "xor64+sum"), ("line", '{"type":"header"}'), ("step", _step(0))):
+        pickle.dump(message, stream)
+    stream.seek(0)
+    replies = io.BytesIO()
+    serve(stream, replies)
+    replies.seek(0)
+    assert pickle.load(replies) == ("opened", None)
+    assert not path.exists()
+    assert [json.loads(t)["type"] for t in (tmp_path / "r.jsonl.partial").read_text(encoding="utf-8").splitlines()] == ["header", "op", "op", "step"]
+
+
+def test_a_writer_process_that_is_gone_is_a_writer_error(tmp_path):
+    writer = ProcessWriter(str(tmp_path / "r.jsonl"), "xor64")
+    writer._proc.kill()
+    writer._proc.wait()
+    with pytest.raises(WriterError, match="record writer process stopped"):
+        for _ in range(64):  # the pipe may take a write or two before it breaks
+            writer.step(_step(0))
+        writer.finish(None, commit=True, remove=False)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_reported_at_the_end_and_leaves_no_partial_file(tmp_path):
+    path = tmp_path / "r.jsonl"
+    os.symlink("/dev/full", str(path) + ".partial")
+    writer = ProcessWriter(str(path), "xor64")
+    writer.line('{"type":"header"}')
+    with pytest.raises(WriterError, match="No space left"):
+        writer.finish(None, commit=True, remove=False)
+    assert not path.exists()
+
+
+def test_the_writer_process_imports_no_torch(tmp_path):
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = f"import sys; sys.path.insert(0, {root!r}); import opscan.trace.recordwriter; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
