@@ -329,7 +329,7 @@ class Fingerprinter:
         if stage is not None and -(-n // ROW) <= stage.rows:
             batch, row, count = stage.put(t, n)
             entries.append(("s", stage, batch, row, count, norm))
-            self.queued.add(t.untyped_storage().data_ptr())
+            self.queued.add(t.data_ptr() - t.storage_offset() * t.element_size())  # its storage's start
             return handle
         slots = self._slots_for(device)
         bits = _int_view(t)
@@ -383,7 +383,7 @@ class Fingerprinter:
         queued = self.queued
         for t in tensors:
             try:
-                hit = t.untyped_storage().data_ptr() in queued
+                hit = t.data_ptr() - t.storage_offset() * t.element_size() in queued  # its storage's start
             except (RuntimeError, AttributeError):  # no storage to read (a subclass, a meta tensor): be safe
                 hit = True
             if hit:

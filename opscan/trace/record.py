@@ -90,9 +90,10 @@ _RANDOM_WITHOUT_GENERATOR = frozenset(
 class OpInfo:
     """What the schema says about one OpOverload, worked out once per run."""
 
-    __slots__ = ("oid", "name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
+    __slots__ = ("func", "oid", "name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
 
     def __init__(self, func, oid: int = 0):
+        self.func = func  # held: the recorder's table is keyed by id(func)
         self.oid = oid  # its number in the record's table of ops
         self.name = name = str(func)  # "aten.add.Tensor"
         self.jname = json.dumps(name)
@@ -153,7 +154,7 @@ class RecordMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         r = self.r
-        info = r.infos.get(func)
+        info = r.infos.get(id(func))  # by id: an OpOverload's own __hash__ is Python code; overloads live as long as torch
         if info is None:
             info = r.new_op(func)
         if kwargs is None:
@@ -230,6 +231,7 @@ class RecordMode(TorchDispatchMode):
 
 
 _NO_KWARGS: dict = {}
+_STRIDED = torch.strided
 _TENSORS = (torch.Tensor, torch.nn.Parameter)
 _getframe = sys._getframe
 if _current_node is None:  # no forward lines for backward ops, but still a record
@@ -367,7 +369,7 @@ class Recorder:
 
     def new_op(self, func) -> OpInfo:
         """The schema facts of an op seen for the first time, numbered for the writer's table."""
-        info = self.infos[func] = OpInfo(func, len(self.infos))
+        info = self.infos[id(func)] = OpInfo(func, len(self.infos))
         self._new_ops[info.oid] = info.jname
         return info
 
@@ -380,7 +382,7 @@ class Recorder:
 
     def new(self, t, norm: bool = False):
         """Fingerprint a tensor now and remember it; None where it has no values to fingerprint."""
-        if t.layout is not torch.strided or t.is_meta:
+        if t.layout is not _STRIDED or t.is_meta:
             return None
         try:
             handle = self.fpr.add(t, norm)

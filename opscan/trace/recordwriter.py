@@ -370,7 +370,11 @@ class ProcessWriter:
 
     def _send(self, message) -> None:
         try:
-            pickle.dump(message, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            pickler = pickle.Pickler(self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            # No memo: a step is thousands of small tuples, none shared or recursive, and
+            # remembering each one costs more than writing a repeated string twice.
+            pickler.fast = True
+            pickler.dump(message)
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise WriterError(f"the record writer process stopped ({exc})") from None
