@@ -300,6 +300,7 @@ class Recorder:
         self._t0 = time.perf_counter()
         self.fresh_input = False  # an input was fingerprinted during the current op (see RecordMode)
         self._froze = False  # whether __enter__ froze the collector's objects (gc.freeze)
+        self._seq_mark = -1  # the autograd sequence number at the end of the previous step
 
     # ---------------------------------------------------------------- entering and leaving
 
@@ -645,6 +646,12 @@ class Recorder:
         loss, self._loss = self._loss, None
         self._uninitialised.clear()  # a storage freed since may be reused by a tensor made without any op
         keep = self._prune()
+        # Forward sites of nodes made before the previous step go: a backward reaches back at most
+        # one step in a run that keeps a graph between steps (truncated BPTT), and the map would
+        # otherwise grow by every node of every step.
+        seq = _get_sequence_nr()
+        self.sourcemap.forget_before(self._seq_mark)
+        self._seq_mark = seq
         self.writer.step(
             Step(
                 step, hosts, entries, block_list, rows, param_rows, loss, keep=keep,

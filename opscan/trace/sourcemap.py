@@ -313,6 +313,11 @@ class SourceMap:
             for n in range(start, seq):
                 sites.setdefault(n, site)
 
+    def forget_before(self, seq: int) -> None:
+        """Drop the sites of autograd nodes numbered below `seq` (graphs a long run has long freed)."""
+        if self.node_sites:
+            self.node_sites = {n: site for n, site in self.node_sites.items() if n >= seq}
+
     def node_site(self, node) -> Site | None:
         """The forward site that created autograd node `node`, if the scan saw it."""
         try:

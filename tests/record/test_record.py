@@ -297,3 +297,25 @@ def test_the_inline_writer_writes_the_same_record(tmp_path, monkeypatch):
         lines[-1].pop("seconds")
         texts.append(lines)
     assert texts[0] == texts[1]
+
+
+def test_the_forward_sites_of_old_steps_are_forgotten_and_the_last_step_keeps_its_own(tmp_path, monkeypatch):
+    from opscan.trace.record import record as record_run
+    from opscan.trace.runner import parse_target
+    from opscan.trace.sourcemap import SourceMap
+    from tests.util import chdir
+
+    sizes = []
+    forget = SourceMap.forget_before
+
+    def counting(self, seq):
+        forget(self, seq)
+        sizes.append(len(self.node_sites))
+
+    monkeypatch.setattr(SourceMap, "forget_before", counting)
+    path = tmp_path / "r.jsonl"
+    with chdir(FIXTURES):
+        assert record_run(parse_target("models.py:build_conv"), str(path), device="cpu", steps=5, seed=0).complete
+    assert len(sizes) == 5 and max(sizes[2:]) == sizes[1]  # two steps' nodes at most, not five
+    last = [op for op in read(path)["ops"] if op["step"] == 4 and op["phase"] == "backward"]
+    assert last and all(op["line"] is not None for op in last if op["op"].startswith("aten.convolution_backward"))
