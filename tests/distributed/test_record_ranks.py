@@ -1,5 +1,5 @@
 """`opscan record --run` under `torchrun --nproc-per-node 2` (gloo on the CPU): one record per rank, rank 0's summary,
-with the all-reduce's reduced values in both.
+and `opscan compare --ranks` on them: an injected drift found at its step, parameter, rank and line; equal replicas pass.
 
 Each torchrun launch of two ranks takes about 10 s on a 2-core machine; these tests make one (the clean run is
 `tests/diff/test_diff_ranks.py`'s, recorded twice by `opscan diff --nproc-per-node 2`).
@@ -7,13 +7,19 @@ Each torchrun launch of two ranks takes about 10 s on a 2-core machine; these te
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from opscan.cli import main
 from opscan.compare.reader import read_all
 from opscan.trace import ranks
-from tests.distributed.helpers import copy_script, torchrun
+from tests.distributed.helpers import copy_script, line_of, torchrun
 
 pytest.importorskip("torch")
+
+DRIFT_LINE = "# after the all-reduce: this rank alone"
+
 
 @pytest.fixture(scope="module")
 def drift_run(tmp_path_factory):
@@ -58,6 +64,24 @@ def test_the_all_reduce_is_recorded_with_its_reduced_values(drift_run):
         (b,) = [op for op in s1.ops if op.op == "c10d.allreduce_.default"]
         assert a.phase == b.phase == "backward"
         assert a.ins != b.ins and a.outs == b.outs and a.outs[0] is not None
+
+
+@pytest.mark.slow
+def test_compare_ranks_finds_the_drift_at_its_step_parameter_rank_and_line(drift_run, capsys):
+    folder, _ = drift_run
+    paths = [str(folder / f"run.rank{r}.jsonl") for r in (0, 1)]
+    assert main(["compare", "--output-format", "json", "--ranks", *paths]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    (finding,) = doc["findings"]
+    assert finding["code"] == "DET205"
+    assert (finding["step"], finding["param"], finding["rank"], finding["ranks_agree"]) == (2, "module.fc.bias", 1, [0])
+    assert (finding["op"], finding["op_rank"], finding["change"]) == ("aten.add_.Tensor", 1, "only on rank 1")
+    assert (finding["path"], finding["line"]) == ("train_ddp.py", line_of(DRIFT_LINE))
+    tables = {t["name"]: t for t in doc["tables"]}
+    (row,) = tables["gradient_divergence"]["rows"]
+    assert (row["step"], row["rank"], row["other"], row["op"], row["line"]) == (2, 1, 0, "aten.add_.Tensor", line_of(DRIFT_LINE))
+    (row,) = tables["rank_divergence"]["rows"]
+    assert (row["step"], row["param"], row["params_differ"]) == (2, "module.fc.bias", 1)
 
 
 def test_a_rank_record_path_and_what_it_tells_rank_0(tmp_path):
