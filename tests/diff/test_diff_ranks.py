@@ -84,3 +84,15 @@ def test_a_failed_launch_keeps_the_ranks_lines_not_torchruns():
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
     ]
     assert _without_torchrun(stderr) == stderr[3:7]
+
+
+def test_each_runs_replicas_are_checked():
+    from opscan.diff import _replicas
+    from tests.compare.rank_cases import FIXTURES as RANK_FIXTURES
+
+    drift, equal = str(RANK_FIXTURES / "ddp_drift" / "run.jsonl"), str(RANK_FIXTURES / "ddp_equal" / "run.jsonl")
+    (finding,) = _replicas([drift, drift], 2)
+    assert finding.code == "DET205" and finding.message.endswith("(in both runs)") and finding.properties["runs"] == ["a", "b"]
+    (finding,) = _replicas([equal, drift], 2)
+    assert finding.message.endswith("(in run b)") and finding.properties["step"] == 1
+    assert _replicas([equal, equal], 2) == []
