@@ -31,8 +31,13 @@ What a TorchDispatchMode sees of DDP's all-reduce (tried with gloo on torch
   tensor at once and `_c10d_functional.wait_tensor` completes it; waiting
   twice is harmless (the second finds no work registered for the tensor).
 
-Both namespaces exist in torch 2.11 and 2.14 (`torch.ops.c10d`,
-`torch.ops._c10d_functional`).
+What this relies on, in torch 2.11 and 2.14: the c10d ops and the `Work`
+class with `wait` (the same `TORCH_LIBRARY(c10d)` block in every stored
+version of pytorch/pytorch's torch/csrc/distributed/c10d/Ops.cpp read, and
+`torch.ops.c10d.allreduce_` on the installed 2.14.1), and
+`_c10d_functional::wait_tensor(Tensor tensor) -> Tensor` (the same
+definition in every stored version of Functional.cpp read). Not run on
+2.11 here (no multi-GPU machine; the CPU machine has 2.14.1).
 """
 
 from __future__ import annotations
