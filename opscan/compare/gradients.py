@@ -12,11 +12,12 @@ So, for one step of two ranks' records:
    copies each reduced bucket back into `param.grad` there
    (`aten.copy_`), then come the user's code between `backward()` and
    `step()`, and the optimizer.
-2. Walking both regions in program order, a value is *replicated* when
-   both ranks hold it: a parameter, an input both ranks' copies of an op
-   read alike, an output both wrote alike (DDP's `copy_` of the reduced
-   bucket into `param.grad`). An op carries gradients when it reads a
-   replicated value and what it writes reaches the optimizer's ops. A
+2. A value is *replicated* when both ranks hold it: a parameter, an
+   output of a collective that is the same on both, any value both ranks'
+   regions read or write (DDP's `copy_` of the reduced bucket into
+   `param.grad`; the gradient a `gradient_as_bucket_view` optimizer reads).
+   An op carries gradients when it reads a replicated value and what it
+   writes reaches the optimizer's ops. A
    rank's own noise (`torch.randn` on its generator) is not replicated; the
    `add_` that puts it into a gradient reads one (the gradient). Values are
    judged by fingerprint, not by which op made them: a fingerprint is of the
@@ -71,7 +72,10 @@ class GradientDrift:
         name = f"`{op.op}` ({where})"
         if self.change == ONLY_ON:
             return f"rank {self.rank} alone runs {name} after the all-reduce, and it writes what the optimizer reads"
-        inputs = "from equal inputs" if self.inputs_equal else "and its inputs differ"
+        inputs = (
+            "from equal inputs (so an argument that is no tensor, such as a learning rate, or the kernel differs)"
+            if self.inputs_equal else "and its inputs differ"
+        )  # fmt: skip
         if self.change == COLLECTIVE_DIFFERS:
             return f"the collective {name} gives rank {self.rank} other values than rank {self.other}, {inputs}"
         return f"after the all-reduce, {name} writes other values on rank {self.rank} than on rank {self.other}, {inputs}"
@@ -105,6 +109,11 @@ def post_allreduce(ops: list[Op]) -> int | None:
         if is_collective(ops[i].op):
             return i + 1
     return None
+
+
+def _values(region: list[Op]) -> set[str]:
+    """Every fingerprint the region's ops read or write."""
+    return {v for op in region for v in (*map(_fp, op.ins), *op.outs) if v is not None}
 
 
 def feeds_optimizer(region: list[Op]) -> list[bool]:
@@ -160,6 +169,7 @@ def first_drift(reference: Step, ref_rank: int, other: Step, other_rank: int) ->
     start_a, start_b = post_allreduce(ref_ops), post_allreduce(ops)
     region_a, region_b = ref_ops[start_a:], ops[start_b:]
     feeds_a, feeds_b = feeds_optimizer(region_a), feeds_optimizer(region_b)
+    replicated |= _values(region_a) & _values(region_b)
     alignment = align([op.key for op in region_a], [op.key for op in region_b])
 
     def reads_replicated(op: Op) -> bool:
@@ -170,9 +180,8 @@ def first_drift(reference: Step, ref_rank: int, other: Step, other_rank: int) ->
             a, b = region_a[x], region_b[y]
             equal_ins = _ins_equal(a, b)
             if not _outs_differ(a, b):
-                replicated.update(fp for fp in b.outs if fp is not None)
-                replicated.update(v for v in map(_fp, b.ins) if v is not None and equal_ins)
-            elif (feeds_a[x] or feeds_b[y]) and (equal_ins or reads_replicated(a) or reads_replicated(b)):
+                continue
+            if (feeds_a[x] or feeds_b[y]) and (equal_ins or reads_replicated(a) or reads_replicated(b)):
                 return GradientDrift(step, other_rank, ref_rank, b, a, OUTPUTS_DIFFER, equal_ins)
         elif kind == "b" and feeds_b[y] and reads_replicated(region_b[y]):
             return GradientDrift(step, other_rank, ref_rank, region_b[y], None, ONLY_ON, False)

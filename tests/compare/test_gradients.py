@@ -46,12 +46,30 @@ def test_an_op_one_rank_alone_runs_on_the_gradient():
 def test_the_optimizer_computing_otherwise_from_equal_inputs():
     drift = first_drift(ddp_step("G0"), 0, ddp_step("G1", lr_out="W9"), 1)
     assert (drift.change, drift.op.op, drift.op.phase, drift.inputs_equal) == (OUTPUTS_DIFFER, "aten.add_.Tensor", "optimizer", True)
-    assert drift.describe().endswith("writes other values on rank 1 than on rank 0, from equal inputs")
+    assert drift.describe().endswith(
+        "writes other values on rank 1 than on rank 0, from equal inputs (so an argument that is no tensor, "
+        "such as a learning rate, or the kernel differs)"
+    )
 
 
 def test_an_all_reduce_that_gives_the_ranks_other_values():
     drift = first_drift(ddp_step("G0"), 0, ddp_step("G1", reduced="R2"), 1)
     assert (drift.change, drift.op.op, drift.inputs_equal) == (COLLECTIVE_DIFFERS, "c10d.allreduce_.default", False)
+
+
+def test_a_gradient_the_optimizer_reads_from_the_bucket_itself():
+    # gradient_as_bucket_view=True: no copy_ after the all-reduce; both optimizers read the gradient "G" afresh.
+    def step(after=()):
+        ops = [
+            op("c10d.allreduce_.default", ["B0"], ["B"], "backward", line=None),
+            *after,
+            op("aten.add_.Tensor", ["p:fc.weight@W0", after[-1].outs[0] if after else "G"], ["W1" if not after else "W2"], "optimizer"),
+        ]
+        return Step(1, ops, {}, None, 0)
+
+    noisy = step([op("aten.randn.generator", [], ["N"], line=44), op("aten.add_.Tensor", ["G", "N"], ["GN"], line=45)])
+    drift = first_drift(step(), 0, noisy, 1)
+    assert (drift.change, drift.rank, drift.op.line) == (ONLY_ON, 1, 45)
 
 
 def test_a_step_without_a_collective():
