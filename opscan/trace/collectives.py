@@ -24,7 +24,9 @@ What a TorchDispatchMode sees of DDP's all-reduce (tried with gloo on torch
   `allreduce_` outputs had different fingerprints where the reduced values
   are bitwise equal. So the recorder waits for the work before it
   fingerprints the outputs (`settler`). That serialises communication and
-  computation for the record; the values are the same.
+  computation for the record; the values are the same. Point-to-point ops
+  (`send`, `recv_`) are not waited for (it could deadlock two ranks that
+  exchange), so a `recv_`'s recorded output may be taken before its data came.
 - Functional collectives (`torch.distributed._functional_collectives`,
   used by DTensor) are `_c10d_functional.all_reduce` and friends
   (torch/csrc/distributed/c10d/Functional.cpp): they return the output
@@ -46,6 +48,9 @@ from typing import Callable
 
 # The ops that reach the backend without writing a tensor argument (arguments read only).
 _READ_ONLY = frozenset({"c10d.send", "c10d.barrier", "c10d.monitored_barrier_"})
+# Point-to-point ops are not waited for: a rank that posts isend then irecv while its peer does the same
+# (batch_isend_irecv, pipeline schedules) would wait on its send before posting the receive that completes it.
+_NOT_WAITED = frozenset({"c10d.send", "c10d.recv_", "c10d.recv_any_source_"})
 # Functional ops that are no collective of their own.
 _FUNCTIONAL_HELPERS = frozenset({"wait_tensor"})
 
@@ -65,7 +70,7 @@ def settler(name: str) -> Callable[[object], None] | None:
     """What to call on a collective's return value before its outputs are fingerprinted; None for any other op."""
     namespace = name.partition(".")[0]
     if namespace == "c10d":
-        return _wait_work
+        return None if ".".join(name.split(".")[:2]) in _NOT_WAITED else _wait_work
     if namespace == "_c10d_functional" and is_collective(name):
         return _wait_tensors
     return None

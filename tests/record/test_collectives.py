@@ -23,6 +23,11 @@ def test_is_collective(name, want):
     assert (collectives.settler(name) is not None) is want
 
 
+def test_point_to_point_ops_are_not_waited_for():
+    assert collectives.is_collective("c10d.recv_.default") and collectives.settler("c10d.recv_.default") is None
+    assert collectives.settler("c10d.send.default") is None
+
+
 class Work:
     waited = 0
 
