@@ -12,7 +12,7 @@ import os
 
 from opscan.commands.common import add_output_arguments, emit, error
 from opscan.commands.record import add_record_arguments, check_record_args
-from opscan.commands.scan import add_target_arguments
+from opscan.commands.scan import add_target_arguments, positive
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="record both runs in this process (default: two fresh processes, so process-level causes show)",
     )  # fmt: skip
     parser.add_argument("--keep", metavar="DIR", help="keep the two records, as DIR/a.jsonl and DIR/b.jsonl")
+    parser.add_argument(
+        "--nproc-per-node", type=positive, default=None, metavar="N",
+        help="record each run with torchrun on N ranks of this host (a fresh process group each time) and compare "
+        "them rank by rank; the records are DIR/a.rankR.jsonl and DIR/b.rankR.jsonl",
+    )  # fmt: skip
     add_output_arguments(parser)
 
 
@@ -34,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
         return error(f"--keep {args.keep}: not a directory")
     if importlib.util.find_spec("torch") is None:
         return error("opscan diff needs torch; install opscan[trace]")
+    if args.nproc_per_node is not None and args.same_process:
+        return error("--nproc-per-node records each run with torchrun, in processes of its own: it cannot go with --same-process")
     device = args.device or settings.device
     if args.same_process:
         from opscan.trace.runner import TargetError, resolve_device
@@ -48,6 +55,6 @@ def run(args: argparse.Namespace) -> int:
         target, steps=args.steps or 2, device=device,
         seed=args.seed if args.seed is not None or target.kind == "script" else 0,
         deterministic=args.deterministic, benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape,
-        fingerprint=args.fingerprint, same_process=args.same_process, keep=args.keep,
+        fingerprint=args.fingerprint, same_process=args.same_process, keep=args.keep, nproc=args.nproc_per_node,
     )  # fmt: skip
     return emit(report, args)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from opscan.commands.common import EXIT_CLEAN, error, needs_torch
 from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
@@ -42,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_record_arguments(parser)
     parser.add_argument(
         "-o", "--output", dest="record_path", metavar="FILE", required=True,
-        help="the record to write (streamed to FILE.partial, renamed to FILE when the run has finished)",
+        help="the record to write (streamed to FILE.partial, renamed to FILE when the run has finished); "
+        "under torchrun each rank writes its own, FILE.rankR with the rank before the suffix (run.rank1.jsonl)",
     )  # fmt: skip
 
 
@@ -85,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     target, settings, failed = check_record_args(args, "record")
     if failed is not None:
         return failed
-    path = args.record_path
+    from opscan.trace import ranks
+
+    rank = ranks.from_env()
+    path = args.record_path if rank is None else ranks.rank_path(args.record_path, rank.rank)
     problem = check_output_path(path)
     if problem:
         return error(problem)
@@ -95,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
 
     from opscan.trace.record import record
     from opscan.trace.runner import TargetError, resolve_device
+
+    started = time.time()
 
     try:
         device = resolve_device(args.device or settings.device or "auto")
@@ -107,13 +114,74 @@ def run(args: argparse.Namespace) -> int:
             benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape, scheme=args.fingerprint,
         )  # fmt: skip
     except OSError as exc:
-        return error(f"cannot write {path}: {exc.strerror or exc}")
+        return error(f"{_who(rank)}cannot write {path}: {exc.strerror or exc}")
+    if rank is not None:
+        return _finish_rank(result, rank, args.record_path, started)
     for notice in result.notices:
         print(f"opscan: {notice}", file=sys.stderr)
     if result.problem is not None:
         if result.problem.detail:
             print(result.problem.detail.rstrip(), file=sys.stderr)
         return error(result.problem.message)
-    size = f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB"
-    print(f"opscan: wrote {result.path}: {result.steps} step(s), {result.ops} ops, {size}, {result.seconds:.1f} s", file=sys.stderr)
+    print(f"opscan: wrote {result.path}: {result.steps} step(s), {result.ops} ops, {_size(result.bytes)}, {result.seconds:.1f} s", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
+
+
+def _who(rank) -> str:
+    return "" if rank is None else f"rank {rank.rank}: "
+
+
+def _finish_rank(result, rank, record_path: str, started: float) -> int:
+    """One rank of a torchrun launch: its record is written; rank 0 gathers what the others wrote and alone prints.
+
+    A rank whose record failed says so (named by its rank) and exits 2, so
+    that torchrun stops the launch rather than leave the other ranks waiting
+    in a collective. The other ranks print nothing once their record is
+    written, and exit 0; rank 0 waits for their word (OPSCAN_RANK_TIMEOUT
+    seconds, 120 by default), then prints one summary.
+    """
+    from opscan.trace import ranks
+
+    if result.problem is not None:
+        for notice in result.notices:
+            print(f"opscan: {_who(rank)}{notice}", file=sys.stderr)
+        if result.problem.detail:
+            print(result.problem.detail.rstrip(), file=sys.stderr)
+        return error(f"{_who(rank)}{result.problem.message}")
+    mine = ranks.RankRecord(rank.rank, result.path, result.steps, result.ops, result.bytes, result.seconds, tuple(result.notices))
+    folder = ranks.exchange_dir(record_path, kind="record")
+    if rank.rank != 0:
+        try:
+            ranks.leave_record(mine, rank, folder)
+        except OSError as exc:
+            return error(f"{_who(rank)}cannot tell rank 0 about its record: {exc.strerror or exc}")
+        return EXIT_CLEAN
+    others, missing = ranks.gather_records(rank, folder, since=started - 1.0)
+    ranks.clean(folder, others)
+    records = [mine, *(others[r] for r in sorted(others))]
+    for notice in mine.notices:
+        print(f"opscan: {notice}", file=sys.stderr)
+    for other in records[1:]:
+        for notice in other.notices:
+            if notice not in mine.notices:
+                print(f"opscan: rank {other.rank}: {notice}", file=sys.stderr)
+    steps = sorted({r.steps for r in records})
+    ops = sorted({r.ops for r in records})
+    print(
+        f"opscan: wrote {', '.join(r.path for r in records)} ({len(records)} of {rank.world_size} rank(s)): "
+        f"{'/'.join(map(str, steps))} step(s), {'/'.join(map(str, ops))} ops per rank, "
+        f"{_size(sum(r.bytes for r in records))}, {max(r.seconds for r in records):.1f} s",
+        file=sys.stderr,
+    )
+    if missing:
+        return error(
+            f"no word from {ranks.ranks_text(missing)} of {rank.world_size} within the wait "
+            "(OPSCAN_RANK_TIMEOUT): its record may be missing or incomplete"
+        )
+    if len(records) > 1:
+        print(f"opscan: compare the replicas: opscan compare --ranks {' '.join(r.path for r in records)}", file=sys.stderr)
     return EXIT_CLEAN

@@ -210,7 +210,13 @@ data-parallel run, e.g. `run.rank*.jsonl`) at the first step where a
 parameter's fingerprint after the optimizer step is not the same on every
 rank. Replicas start equal, all-reduce their gradients and take the same
 step, so they must stay bitwise equal; the rank whose value differs from the
-majority is named (with two ranks there is no majority: both are named).
+majority is named (with two ranks, or a tie, the rank that differs from rank
+0's side). At that step it compares the two ranks' ops after the last
+collective (DDP's bucket all-reduce, `c10d.allreduce_`) and names the first
+one whose gradients differ, at your line: an op one rank alone runs (an
+`add_` of noise into `p.grad`), an op that writes other values on the two
+ranks (the optimizer with another learning rate), or a collective that gave
+the ranks other values.
 
 ## Why is this bad?
 A rank that drifted (its own data order or random stream, a gradient changed

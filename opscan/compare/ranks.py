@@ -3,8 +3,11 @@
 Each record is one rank's (`run.rank0.jsonl`, ...). The records are read in
 lockstep; at each step every parameter's fingerprint after the optimizer
 step is compared across the ranks. The first (step, parameter) where they
-are not all equal is the finding (DET205), with the rank that differs from
-the majority. Reads JSON only; no torch.
+are not all equal is the finding (DET205), with the rank that differs: the
+odd one out against the majority, and with two ranks (or a tie) the rank
+that differs from rank 0's side. At that step the two ranks' ops after the
+all-reduce are compared too (opscan/compare/gradients.py): the first op
+whose gradients differ is named, at its line. Reads JSON only; no torch.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import re
 from collections import Counter
 
 from opscan.compare.codes import RANKS, RANKS_RULE
-from opscan.compare.reader import Record, RecordError
+from opscan.compare.gradients import GradientDrift, first_drift
+from opscan.compare.reader import Record, RecordError, Step
 from opscan.findings import Column, Finding, Problem, Report, Table
+from opscan.trace.ranks import ranks_text
 
 _RANK_IN_NAME = re.compile(r"\.rank(\d+)\.")
 
@@ -28,17 +33,18 @@ def _rank_of(record: Record, index: int) -> int:
     return int(m.group(1)) if m else index
 
 
-def _ranks_text(ranks: list[int]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+def split(fps: dict[int, str | None]) -> tuple[list[int], list[int], bool]:
+    """(the ranks taken as the reference, the ranks that differ from them, whether the reference is a strict majority).
 
-
-def split(fps: dict[int, str | None]) -> tuple[list[int], list[int]]:
-    """(the ranks that hold the majority value, the ranks that differ); with no strict majority, every rank differs."""
+    With a strict majority the reference is the majority; without one (two
+    ranks, or a tie) it is the ranks that hold the lowest rank's value.
+    """
     counts = Counter(fps.values())
     (value, n), *rest = counts.most_common()
-    if rest and rest[0][1] == n:  # a tie: no majority to trust
-        return [], sorted(fps)
-    return sorted(r for r, fp in fps.items() if fp == value), sorted(r for r, fp in fps.items() if fp != value)
+    majority = not rest or rest[0][1] < n
+    if not majority:
+        value = fps[min(fps)]
+    return sorted(r for r, fp in fps.items() if fp == value), sorted(r for r, fp in fps.items() if fp != value), majority
 
 
 def compare_ranks(paths: list[str]) -> Report:
@@ -48,7 +54,12 @@ def compare_ranks(paths: list[str]) -> Report:
         "rank_divergence", "Where the replicas part",
         (Column("step", align="right"), Column("param"), Column("ranks_differ"), Column("ranks_agree"), Column("params_differ", align="right")),
     )  # fmt: skip
-    report.tables.append(table)
+    gradients = Table(
+        "gradient_divergence", "The first op after the all-reduce whose gradients differ",
+        (Column("step", align="right"), Column("rank", align="right"), Column("other", "compared with", align="right"),
+         Column("op"), Column("module"), Column("file"), Column("line", align="right"), Column("phase"), Column("change")),
+    )  # fmt: skip
+    report.tables.extend([table, gradients])
     if len(paths) < 2:
         report.errors.append(Problem("--ranks needs the records of at least two ranks"))
         return report
@@ -80,7 +91,7 @@ def compare_ranks(paths: list[str]) -> Report:
             if any(s is None for s in steps):
                 if not all(s is None for s in steps):
                     short = [rank for rank, s in zip(ranks, steps) if s is None]
-                    report.notices.append(f"{_ranks_text(short)} recorded fewer steps; compared the first {compared}")
+                    report.notices.append(f"{ranks_text(short)} recorded fewer steps; compared the first {compared}")
                 break
             step = steps[0].step
             names = list(dict.fromkeys(name for s in steps for name in s.params))
@@ -92,21 +103,13 @@ def compare_ranks(paths: list[str]) -> Report:
             compared += 1
             if parted:
                 name, fps = parted[0]
-                agree, differ = split(fps)
+                agree, differ, majority = split(fps)
                 table.add(step, name, differ, agree, len(parted))
-                if agree:
-                    who = f"differs on {_ranks_text(differ)} from {_ranks_text(agree)}"
-                else:
-                    who = f"differs between {_ranks_text(differ)} (no majority: with {len(fps)} ranks it cannot tell which drifted)"
-                report.findings.append(
-                    Finding(
-                        RANKS,
-                        f"Data-parallel replicas part at step {step}: parameter `{name}` after the optimizer step {who}"
-                        + (f"; {len(parted)} parameters differ at that step" if len(parted) > 1 else ""),
-                        help="Replicas must stay bitwise equal; look at what the named rank does differently at that step.",
-                        properties={"step": step, "param": name, "rank": differ[0] if agree else None, "ranks_differ": differ, "ranks_agree": agree},
-                    )
-                )
+                drift, why = _drift(steps, ranks, agree[0], differ[0])
+                report.findings.append(_finding(step, name, agree, differ, majority, len(parted), drift, why))
+                if drift is not None:
+                    op = drift.op
+                    gradients.add(drift.step, drift.rank, drift.other, op.op, op.module, op.file, op.line, op.phase, drift.change_text)
                 break
     except RecordError as exc:
         report.errors.append(Problem(str(exc)))
@@ -123,3 +126,44 @@ def compare_ranks(paths: list[str]) -> Report:
         else:
             report.errors.append(Problem("no step to compare: no record has a finished step"))
     return report
+
+
+def _drift(steps: list[Step], ranks: list[int], reference: int, other: int) -> tuple[GradientDrift | None, str]:
+    """The first op after the all-reduce whose gradients differ between the two ranks, or why none is named."""
+    by_rank = dict(zip(ranks, steps))
+    try:
+        drift = first_drift(by_rank[reference], reference, by_rank[other], other)
+    except LookupError as exc:
+        (missing,) = exc.args
+        return None, f"{ranks_text(missing)} recorded no collective in that step, so there is no all-reduce to look after"
+    if drift is None:
+        return None, "no op after the all-reduce was seen to write other gradients (code the record does not see, such as compiled code, may)"
+    return drift, ""
+
+
+def _finding(step: int, name: str, agree: list[int], differ: list[int], majority: bool, count: int,
+             drift: GradientDrift | None, why: str) -> Finding:  # fmt: skip
+    if majority:
+        who = f"differs on {ranks_text(differ)} from {ranks_text(agree)}"
+    elif len(agree) + len(differ) == 2:
+        who = f"differs on {ranks_text(differ)} from {ranks_text(agree)} (with two ranks, rank {agree[0]} is the reference)"
+    else:
+        who = f"differs on {ranks_text(differ)} from {ranks_text(agree)} (no majority: the side of rank {agree[0]} is the reference)"
+    message = f"Data-parallel replicas part at step {step}: parameter `{name}` after the optimizer step {who}"
+    if count > 1:
+        message += f"; {count} parameters differ at that step"
+    message += f"; {drift.describe()}" if drift is not None else f"; {why}"
+    properties = {"step": step, "param": name, "rank": differ[0], "ranks_differ": differ, "ranks_agree": agree, "majority": majority}
+    path, line = None, 1
+    if drift is not None:
+        op = drift.op
+        properties.update(
+            {"op": op.op, "op_rank": drift.rank, "module": op.module, "file": op.file, "line": op.line, "phase": op.phase,
+             "change": drift.change_text}
+        )  # fmt: skip
+        path, line = op.file, op.line or 1
+    return Finding(
+        RANKS, message, path, line,
+        help="Replicas must stay bitwise equal; look at what the named rank does differently at that step, between backward() and the optimizer step.",
+        properties=properties,
+    )  # fmt: skip

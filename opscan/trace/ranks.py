@@ -1,4 +1,4 @@
-"""A scan under `torchrun`: which rank this process is, each rank's own report, and rank 0's merged one.
+"""A scan or a record under `torchrun`: which rank this process is, each rank's own output, and what rank 0 gathers.
 
 torchrun sets RANK, LOCAL_RANK and WORLD_SIZE in every process it starts;
 that is all this module reads to know it is one rank of several, so it
@@ -6,7 +6,10 @@ imports no torch (and never torch.distributed) to decide. Each rank scans
 the script on its own and leaves its report, as json, in an exchange
 folder; rank 0 waits for the others' (they end at about the same step),
 merges them, and alone prints. A finding seen on several ranks is one
-finding there, with the ranks it was seen on.
+finding there, with the ranks it was seen on. A record works the same way:
+each rank writes its own record (`run.rank1.jsonl`) and leaves a
+`RankRecord` (what it wrote) in the exchange folder; rank 0 alone prints the
+summary of them all.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 
 from opscan.findings import Finding, Problem, Report
 
@@ -85,6 +89,23 @@ def nccl_version() -> str | None:
     return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
 
 
+def header_env(environ=None) -> dict:
+    """What a record's header env says of this process's place in a torchrun launch; {} when not under torchrun.
+
+    `rank`, `local_rank`, `world_size`, the process group's `backend` (None
+    before the script initialised it) and every NCCL_* variable. The NCCL
+    version is the header's `nccl` already.
+    """
+    environ = os.environ if environ is None else environ
+    info = from_env(environ)
+    if info is None:
+        return {}
+    return {
+        "rank": info.rank, "local_rank": info.local_rank, "world_size": info.world_size, "backend": backend(),
+        **nccl_env(environ),
+    }  # fmt: skip
+
+
 def rank_path(path: str, rank: int) -> str:
     """run.json -> run.rank1.json; a name without a suffix gets .rank1 at its end."""
     head, tail = os.path.split(path)
@@ -93,8 +114,8 @@ def rank_path(path: str, rank: int) -> str:
     return os.path.join(head, name)
 
 
-def exchange_dir(output_file: str | None, environ=None) -> str:
-    """Where the ranks leave their json reports for rank 0: next to -o FILE, else in the temp folder.
+def exchange_dir(output_file: str | None, environ=None, kind: str = "scan") -> str:
+    """Where the ranks leave their json reports (or, `kind="record"`, their RankRecords) for rank 0: next to -o FILE, else in the temp folder.
 
     The folder is named by the launch (torchrun's run id, or the master address
     and port), so that two launches at once do not read each other's reports.
@@ -105,7 +126,7 @@ def exchange_dir(output_file: str | None, environ=None) -> str:
         run_id = f"{environ.get('MASTER_ADDR', 'localhost')}-{environ.get('MASTER_PORT', '0')}"
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
     base = os.path.dirname(os.path.abspath(output_file)) if output_file not in (None, "-") else tempfile.gettempdir()
-    return os.path.join(base, f".opscan-scan-{safe}")
+    return os.path.join(base, f".opscan-{kind}-{safe}")
 
 
 def tag(report: Report, info: RankInfo) -> Report:
@@ -116,11 +137,15 @@ def tag(report: Report, info: RankInfo) -> Report:
 
 def leave(report: Report, info: RankInfo, folder: str) -> None:
     """Write this rank's report as json into the exchange folder, atomically."""
+    _leave(report.to_dict(), info, folder)
+
+
+def _leave(doc: dict, info: RankInfo, folder: str) -> None:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"rank{info.rank}.json")
     partial = f"{path}.{os.getpid()}.tmp"
     with open(partial, "w", encoding="utf-8") as fh:
-        json.dump(report.to_dict(), fh)
+        json.dump(doc, fh)
     os.replace(partial, path)
 
 
@@ -179,7 +204,7 @@ def _key(f: Finding):
     return (f.code, f.properties.get("op"), f.properties.get("file", f.path), f.properties.get("line", f.line))
 
 
-def _ranks_text(ranks: list[int]) -> str:
+def ranks_text(ranks: list[int]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
 
 
@@ -212,13 +237,68 @@ def merge(own: Report, info: RankInfo, others: dict[int, dict], missing: list[in
     reported = sorted(per_rank)
     findings = []
     for f, ranks in merged.values():
-        message = f.message if ranks == reported and not missing else f"{f.message} (on {_ranks_text(ranks)} only)"
+        message = f.message if ranks == reported and not missing else f"{f.message} (on {ranks_text(ranks)} only)"
         findings.append(f.replace(message=message, properties={**f.properties, "rank": ranks[0], "ranks": ranks}))
     if missing:
         notices.append(
-            f"no report came from {_ranks_text(missing)} of {info.world_size}: "
+            f"no report came from {ranks_text(missing)} of {info.world_size}: "
             "the merged summary holds the other ranks' findings alone"
         )
     env = dict(own.env)
     env["ranks_reported"] = reported
     return Report(own.command, findings, tables=list(own.tables), env=env, errors=errors, notices=notices, rules=own.rules)
+
+
+# ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    """What one rank's `opscan record` wrote, as it tells rank 0 through the exchange folder."""
+
+    rank: int
+    path: str
+    steps: int
+    ops: int
+    bytes: int
+    seconds: float
+    notices: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "rank": self.rank, "path": self.path, "steps": self.steps, "ops": self.ops, "bytes": self.bytes,
+            "seconds": self.seconds, "notices": list(self.notices),
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RankRecord | None:
+        """The RankRecord a rank left, or None where the json is not one (a file of another opscan)."""
+        try:
+            rank, path, notices = d["rank"], d["path"], d.get("notices", [])
+            steps, ops, size, seconds = d["steps"], d["ops"], d["bytes"], d["seconds"]
+        except (KeyError, TypeError):
+            return None
+        ints = (rank, steps, ops, size)
+        if not all(type(v) is int for v in ints) or not isinstance(path, str) or type(seconds) not in (int, float):
+            return None
+        if not isinstance(notices, list) or not all(isinstance(n, str) for n in notices):
+            return None
+        return cls(rank, path, steps, ops, size, float(seconds), tuple(notices))
+
+
+def leave_record(record: RankRecord, info: RankInfo, folder: str) -> None:
+    """Tell rank 0 what this rank's record holds: a json file in the exchange folder, written atomically."""
+    _leave(record.to_dict(), info, folder)
+
+
+def gather_records(info: RankInfo, folder: str, *, since: float, timeout: float | None = None) -> tuple[dict[int, RankRecord], list[int]]:
+    """The other ranks' RankRecords, as `gather` finds them, and the ranks that left none (or none readable)."""
+    found, missing = gather(info, folder, since=since, timeout=timeout)
+    records = {}
+    for r, doc in found.items():
+        record = RankRecord.from_dict(doc) if isinstance(doc, dict) else None
+        if record is None:
+            missing.append(r)
+        else:
+            records[r] = record
+    return records, sorted(missing)

@@ -49,7 +49,9 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+from opscan.trace import collectives
 from opscan.trace.fingerprint import DEFAULT_SCHEME, FLOATS, Fingerprinter
+from opscan.trace.ranks import header_env
 from opscan.trace.recordwriter import RecordFile, Step, open_writer  # noqa: F401 - RecordFile re-exported
 from opscan.trace.sourcemap import (
     NOWHERE,
@@ -90,7 +92,10 @@ _RANDOM_WITHOUT_GENERATOR = frozenset(
 class OpInfo:
     """What the schema says about one OpOverload, worked out once per run."""
 
-    __slots__ = ("func", "oid", "name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable", "generator", "loss_seed")
+    __slots__ = (
+        "func", "oid", "name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable",
+        "generator", "loss_seed", "collective",
+    )  # fmt: skip
 
     def __init__(self, func, oid: int = 0):
         self.func = func  # held: the recorder's table is keyed by id(func)
@@ -118,6 +123,10 @@ class OpInfo:
                     self.tensor_pos.append(i)
             if "Generator" in kind:
                 self.generator = (i, arg.name)
+        # A collective's outputs are written when its work ends: wait for it first (opscan/trace/collectives.py).
+        self.collective = collectives.settler(name)
+        if self.collective is not None and not self.mutable:
+            self.mutable = collectives.written(name, schema)
         returns = schema.returns
         self.view = bool(returns) and not self.mutable and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
         self.random = self.generator is not None or packet in _RANDOM_WITHOUT_GENERATOR
@@ -212,6 +221,8 @@ class RecordMode(TorchDispatchMode):
         elif info.mutable and r.fpr.queued:  # the op writes: a queued staging copy of what it writes goes first
             r.before_write(info, args, kwargs)
         out = func(*args, **kwargs)
+        if info.collective is not None:
+            info.collective(out)
 
         if grad:
             _set_grad_enabled(False)
@@ -778,7 +789,7 @@ class Recorder:
             "device": self.device,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "fingerprint": self.fpr.scheme,
-            "env": record_env(self.device, flags),
+            "env": {**record_env(self.device, flags), **header_env()},  # header_env: rank, world size (opscan/trace/ranks.py)
         }
         return json.dumps(header)
 

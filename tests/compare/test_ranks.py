@@ -54,11 +54,23 @@ def test_the_drifting_rank_is_found_at_its_first_step_and_parameter(tmp_path):
     assert report.exit_code() == 1
 
 
-def test_two_ranks_have_no_majority(tmp_path):
+def test_two_ranks_name_the_one_that_differs_from_rank_0(tmp_path):
     report = compare_ranks(_records(tmp_path, 2, drifting={1: {0: PARAMS}}))
     (finding,) = report.findings
-    assert finding.properties["rank"] is None and finding.properties["ranks_differ"] == [0, 1]
-    assert "no majority" in finding.message and "2 parameters differ" in finding.message
+    props = finding.properties
+    assert (props["rank"], props["ranks_differ"], props["ranks_agree"], props["majority"]) == (1, [1], [0], False)
+    assert "differs on rank 1 from rank 0 (with two ranks, rank 0 is the reference)" in finding.message
+    assert "2 parameters differ" in finding.message
+    # These records hold no ops: there is no all-reduce to look after, and the finding says so.
+    assert finding.message.endswith("ranks 0, 1 recorded no collective in that step, so there is no all-reduce to look after")
+    assert report.table("gradient_divergence").rows == []
+
+
+def test_a_tie_of_four_takes_rank_0s_side(tmp_path):
+    report = compare_ranks(_records(tmp_path, 4, drifting={1: {2: ("fc.weight",)}, 3: {2: ("fc.weight",)}}))
+    (finding,) = report.findings
+    assert (finding.properties["rank"], finding.properties["ranks_agree"]) == (1, [0, 2])
+    assert "(no majority: the side of rank 0 is the reference)" in finding.message
 
 
 def test_ranks_from_file_names_and_cli(tmp_path, capsys):
@@ -83,5 +95,7 @@ def test_fewer_steps_on_one_rank_and_bad_usage(tmp_path, capsys):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_split(n):
-    assert split({r: "a" for r in range(n)}) == (list(range(n)), [])
-    assert split({0: "a", 1: "b", 2: "a"}) == ([0, 2], [1])
+    assert split({r: "a" for r in range(n)}) == (list(range(n)), [], True)
+    assert split({0: "a", 1: "b", 2: "a"}) == ([0, 2], [1], True)
+    assert split({0: "a", 1: "b"}) == ([0], [1], False)
+    assert split({0: "b", 1: "a", 2: "a", 3: "b"}) == ([0, 3], [1, 2], False)

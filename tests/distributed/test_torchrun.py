@@ -7,48 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from opscan.trace import ranks
+from tests.distributed.helpers import copy_script, free_port, torchrun
 from tests.trace.helpers import scan
-
-ROOT = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def torchrun(*args: str, cwd: Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-    """`torchrun --nproc-per-node 2 -m opscan -- ARGS` from the source checkout, on a port of its own."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPSCAN_", "NCCL_"))}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    env["OPSCAN_RANK_TIMEOUT"] = "30"
-    env.update(extra_env or {})
-    command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-        "--master-port", str(_free_port()), "-m", "opscan", "--", *args,
-    ]  # fmt: skip
-    return subprocess.run(command, cwd=cwd, env=env, check=False, capture_output=True, text=True, timeout=120)
-
-
-def _script(tmp_path: Path) -> str:
-    (tmp_path / "train_ddp.py").write_text((HERE / "train_ddp.py").read_text())
-    return "train_ddp.py"
-
 
 @pytest.mark.slow
 def test_each_rank_writes_its_report_and_rank_0_merges(tmp_path):
-    script = _script(tmp_path)
+    script = copy_script(tmp_path)
     proc = torchrun(
         "scan", "--device", "cpu", "--output-format", "json", "-o", "run.json", "--max-steps", "2", "--run", script,
         cwd=tmp_path, extra_env={"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"},
@@ -75,7 +43,7 @@ def test_each_rank_writes_its_report_and_rank_0_merges(tmp_path):
 def test_injected_rank_drift_runs_and_only_rank_0_prints(tmp_path):
     # Rank 1 adds noise to its gradients after the all-reduce. The scan is of ops, not of values: it still
     # finds the one DET100 on both ranks and prints one summary. Finding the drift itself needs `opscan record`.
-    script = _script(tmp_path)
+    script = copy_script(tmp_path)
     proc = torchrun("scan", "--device", "cpu", "--max-steps", "3", "--run", script, "--drift", "--steps", "5", cwd=tmp_path)
     out = proc.stdout
     assert out.count("Found 1 error.") == 1, out + proc.stderr
@@ -89,7 +57,7 @@ def test_rank_0_says_which_ranks_never_reported(capsys, monkeypatch):
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
     monkeypatch.setenv("OPSCAN_RANK_TIMEOUT", "0.3")
     rc, out, _err = scan(capsys, "--device", "cpu", "--output-format", "json", "--run", "train_loop.py")
     assert rc == 1

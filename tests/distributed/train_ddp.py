@@ -1,6 +1,8 @@
 """A tiny DDP training loop on gloo: MaxUnpool1d in forward (a DET100 on every rank), SGD.
 
-`--drift` makes rank 1 add noise to its gradients after the all-reduce, so the replicas part.
+`--drift` makes rank 1 add noise to its gradients after the all-reduce, so the replicas part;
+`--drift-step K --drift-param NAME` makes it add noise to one parameter's gradient (`fc.bias`) at step K only
+(`--drift-rank R` for another rank than 1).
 """
 
 import argparse
@@ -28,6 +30,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--drift", action="store_true")
+    parser.add_argument("--drift-step", type=int, default=None)
+    parser.add_argument("--drift-param", default="fc.bias")
+    parser.add_argument("--drift-rank", type=int, default=1)
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank = dist.get_rank()
@@ -43,6 +48,10 @@ def main():
             with torch.no_grad():
                 for p in model.parameters():
                     p.grad.add_(torch.randn(p.grad.shape, generator=gen) * 1e-3)
+        if step == args.drift_step and rank == args.drift_rank:
+            grad = dict(model.module.named_parameters())[args.drift_param].grad
+            with torch.no_grad():
+                grad.add_(torch.randn(grad.shape, generator=gen) * 1e-3)  # after the all-reduce: this rank alone
         opt.step()
         print(f"RANK {rank} step {step}", flush=True)
     dist.destroy_process_group()
