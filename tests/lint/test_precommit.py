@@ -30,6 +30,10 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("pre_commit", reason="pre-commit is in requirements-test.txt; this interpreter lacks it")
 
 
+class GitError(RuntimeError):
+    """A git command failed; the message holds what it printed."""
+
+
 def _git(*args: str, cwd: Path) -> str:
     env = {
         **os.environ,
@@ -37,7 +41,9 @@ def _git(*args: str, cwd: Path) -> str:
         "GIT_COMMITTER_NAME": "opscan tests", "GIT_COMMITTER_EMAIL": "tests@opscan.invalid",
         "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
     }  # fmt: skip
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode:  # say what git said: a bare CalledProcessError hides it
+        raise GitError(f"git {' '.join(args)} in {cwd}: exit {proc.returncode}: {proc.stderr.strip()}")
     return proc.stdout
 
 
@@ -48,7 +54,7 @@ def _working_tree_files() -> list[str]:
         # ownership", exit 128) since the global config, where safe.directory lives, is off here.
         try:
             out = _git("-c", f"safe.directory={ROOT}", "ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=ROOT)
-        except subprocess.CalledProcessError:
+        except GitError:
             out = None
         if out is not None:
             return sorted({f for f in out.split("\0") if f and (ROOT / f).is_file()})
