@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from opscan.trace.sourcemap import _get_sequence_nr, never_alerting_backward_ops
+from opscan.trace.sourcemap import _get_sequence_nr, dispatch_caller, never_alerting_backward_ops
 
 _grad_enabled = torch._C.is_grad_enabled
 
@@ -85,7 +85,7 @@ class CatchMode(TorchDispatchMode):
                     # (With grad off, the new node is a custom Function's whose forward runs this op.)
                     sourcemap.last_seq = seq
                 else:
-                    sourcemap.record_nodes(seq, sys._getframe(1))
+                    sourcemap.record_nodes(seq, dispatch_caller())
         if kwargs is None:
             kwargs = {}
         try:
@@ -94,7 +94,7 @@ class CatchMode(TorchDispatchMode):
             alert = parse_alert(exc)
             if alert is None:
                 raise
-        self.on_alert(func, args, kwargs, alert, sys._getframe(1))
+        self.on_alert(func, args, kwargs, alert, dispatch_caller())
         return rerun_nondeterministic(func, args, kwargs)
 
 

@@ -26,7 +26,6 @@ the forward line that created their node), and, in strict mode, the catching
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from opscan.findings import Finding
 from opscan.trace.bits import comparable, difference, int_view
 from opscan.trace.codes import PROBE_CODE
 from opscan.trace.remedy import load_rules
-from opscan.trace.sourcemap import SourceMap, _get_sequence_nr, display_path
+from opscan.trace.sourcemap import SourceMap, _get_sequence_nr, dispatch_caller, display_path
 from opscan.trace.state import TorchFlags
 
 # Clones of one op's inputs may take this much memory at most (per op, freed after it).
@@ -249,7 +248,7 @@ class ProbeMode(TorchDispatchMode):
         if self.record_nodes:
             seq = _get_sequence_nr()
             if seq != self.sourcemap.last_seq:
-                self.sourcemap.record_nodes(seq, sys._getframe(1))
+                self.sourcemap.record_nodes(seq, dispatch_caller())
         reason = skip_reason(func)
         if reason is None and self.strict and not torch._C._get_deterministic_algorithms():
             reason = "rerun of an op that raised"
@@ -286,7 +285,7 @@ class ProbeMode(TorchDispatchMode):
                 g.set_state(state)
         result = compare(_pairs(func, args, kwargs, cargs, ckwargs, out, out2))
         del clones, cargs, ckwargs, out2
-        self.on_result(func, result, tensors, sys._getframe(1))
+        self.on_result(func, result, tensors, dispatch_caller())
         return out
 
     def _input_reason(self, tensors) -> str | None:

@@ -140,6 +140,8 @@ class RecordStats:
     bytes: int = 0
     unfingerprinted: int = 0  # tensors whose fingerprint could not be taken (null in the record)
     first_failure: str | None = None
+    internal_errors: int = 0  # ops whose recording failed inside opscan (the op itself ran)
+    first_internal: str | None = None
 
 
 class RecordMode(TorchDispatchMode):
@@ -163,80 +165,92 @@ class RecordMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         r = self.r
-        info = r.infos.get(id(func))  # by id: an OpOverload's own __hash__ is Python code; overloads live as long as torch
-        if info is None:
-            info = r.new_op(func)
         if kwargs is None:
             kwargs = _NO_KWARGS
-        if info.skip:
-            return func(*args, **kwargs)
-        sm = r.sourcemap
-        grad = _grad_enabled()
-        node = _current_node()
-        if node is None:
-            frame = _getframe(1)
-            site = locate(frame)
-            seq = _get_sequence_nr()
-            if seq != sm.last_seq:
-                sm.record_nodes(seq, frame, site if grad else None)
-            phase = sm.phase(frame, None) if sm._stepping else PHASE_FORWARD
-        else:
-            site = sm.node_site(node) or NOWHERE
-            phase = PHASE_BACKWARD
-        rng = r.rng_state(info, args, kwargs) if info.random else None
-        if grad:
-            _set_grad_enabled(False)
         try:
-            # Inputs: a tensor seen before (same object, same version) reuses its handle.
-            ins, shapes, dtypes = [], [], []
-            track_get = r.track.get
-            n = len(args)
-            for pos in info.tensor_pos:
-                if pos >= n:
-                    break
-                v = args[pos]
-                if type(v) in _TENSORS:
-                    e = track_get(id(v))
-                    ins.append(e[2] if e is not None and e[0]() is v and e[1] == v._version else r.new_input(v))
-                    shapes.append(v.shape)
-                    dtypes.append(v.dtype)
-                elif v is not None:
-                    r.more_inputs(v, ins, shapes, dtypes)
-            if info.tensor_kw:
-                for name in info.tensor_kw:
-                    v = kwargs.get(name)
-                    if v is not None:
-                        r.more_inputs(v, ins, shapes, dtypes)
-        except RuntimeError:
-            ins, shapes, dtypes = r.inputs_slowly(info, args, kwargs)
-        finally:
-            if grad:
-                _set_grad_enabled(True)
-
-        if r.fresh_input:
-            # An input fingerprinted just now is copied before the op runs: an op may write what it
-            # reads where its schema does not say so (native_batch_norm updates its running stats).
-            r.fresh_input = False
-            r.fpr.copy_pending()
-        elif info.mutable and r.fpr.queued:  # the op writes: a queued staging copy of what it writes goes first
-            r.before_write(info, args, kwargs)
-        out = func(*args, **kwargs)
-        if info.collective is not None:
-            info.collective(out)
-
-        if grad:
-            _set_grad_enabled(False)
-        try:
-            if type(out) in _TENSORS and not info.mutable and not info.view and not info.uninitialised:
-                h = r.new(out, out.dtype in FLOATS)
-                outs, norm = [h], h
+            info = r.infos.get(id(func))  # by id: an OpOverload's own __hash__ is Python code; overloads live as long as torch
+            if info is None:
+                info = r.new_op(func)
+            if info.skip:
+                return func(*args, **kwargs)
+            sm = r.sourcemap
+            grad = _grad_enabled()
+            node = _current_node()
+            if node is None:
+                try:
+                    frame = _getframe(1)
+                except ValueError:  # called from a thread with no Python frame (a collective's completion callback)
+                    frame = None
+                site = locate(frame)
+                seq = _get_sequence_nr()
+                if seq != sm.last_seq:
+                    sm.record_nodes(seq, frame, site if grad else None)
+                phase = sm.phase(frame, None) if sm._stepping else PHASE_FORWARD
             else:
-                outs, norm = r.outputs(info, out, args, kwargs, ins)
-            if info.loss_seed and node is None:
-                r.maybe_loss(args)
-        finally:
+                site = sm.node_site(node) or NOWHERE
+                phase = PHASE_BACKWARD
+            rng = r.rng_state(info, args, kwargs) if info.random else None
             if grad:
-                _set_grad_enabled(True)
+                _set_grad_enabled(False)
+            try:
+                # Inputs: a tensor seen before (same object, same version) reuses its handle.
+                ins, shapes, dtypes = [], [], []
+                track_get = r.track.get
+                n = len(args)
+                for pos in info.tensor_pos:
+                    if pos >= n:
+                        break
+                    v = args[pos]
+                    if type(v) in _TENSORS:
+                        e = track_get(id(v))
+                        ins.append(e[2] if e is not None and e[0]() is v and e[1] == v._version else r.new_input(v))
+                        shapes.append(v.shape)
+                        dtypes.append(v.dtype)
+                    elif v is not None:
+                        r.more_inputs(v, ins, shapes, dtypes)
+                if info.tensor_kw:
+                    for name in info.tensor_kw:
+                        v = kwargs.get(name)
+                        if v is not None:
+                            r.more_inputs(v, ins, shapes, dtypes)
+            except RuntimeError:
+                ins, shapes, dtypes = r.inputs_slowly(info, args, kwargs)
+            finally:
+                if grad:
+                    _set_grad_enabled(True)
+
+            if r.fresh_input:
+                # An input fingerprinted just now is copied before the op runs: an op may write what it
+                # reads where its schema does not say so (native_batch_norm updates its running stats).
+                r.fresh_input = False
+                r.fpr.copy_pending()
+            elif info.mutable and r.fpr.queued:  # the op writes: a queued staging copy of what it writes goes first
+                r.before_write(info, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - opscan's own failure must not stop the user's op: it runs unrecorded
+            r.internal_error(exc)
+            return func(*args, **kwargs)
+
+        out = func(*args, **kwargs)
+
+        try:
+            if info.collective is not None:
+                info.collective(out)
+            if grad:
+                _set_grad_enabled(False)
+            try:
+                if type(out) in _TENSORS and not info.mutable and not info.view and not info.uninitialised:
+                    h = r.new(out, out.dtype in FLOATS)
+                    outs, norm = [h], h
+                else:
+                    outs, norm = r.outputs(info, out, args, kwargs, ins)
+                if info.loss_seed and node is None:
+                    r.maybe_loss(args)
+            finally:
+                if grad:
+                    _set_grad_enabled(True)
+        except Exception as exc:  # noqa: BLE001 - as above: the op ran; its outputs go unfingerprinted
+            r.internal_error(exc)
+            outs, norm = [], None
         r.ops.append((info, phase, site, ins, shapes, dtypes, outs, norm, rng))
         return out
 
@@ -410,6 +424,16 @@ class Recorder:
             if name is not None:
                 self._new_param_handles[handle] = name
         return handle
+
+    def internal_error(self, exc: BaseException) -> None:
+        """A failure of the recording itself: counted, the first one kept with where it happened, said at the end."""
+        self.stats.internal_errors += 1
+        if self.stats.first_internal is None:
+            import traceback
+
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            at = f" at {os.path.basename(where.filename)}:{where.lineno}" if where else ""
+            self.stats.first_internal = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}{at}"
 
     def _failed(self, t, exc: BaseException) -> None:
         self.stats.unfingerprinted += 1
@@ -1016,6 +1040,11 @@ def record(
         result.notices.append(
             f"{recorder.stats.unfingerprinted} tensor(s) could not be fingerprinted and are null in the record; "
             f"the first: {recorder.stats.first_failure}"
+        )
+    if recorder.stats.internal_errors:
+        result.notices.append(
+            f"{recorder.stats.internal_errors} op(s) ran but could not be recorded in full (a failure inside opscan; "
+            f"please report it): the first: {recorder.stats.first_internal}"
         )
     if recorder.stats.unrecorded_ops:
         result.notices.append(f"{recorder.stats.unrecorded_ops} op(s) after the last optimizer step are in no step and were not written")

@@ -23,6 +23,7 @@ import functools
 import gc
 import linecache
 import os
+import sys
 import sysconfig
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -149,6 +150,18 @@ def _first_arg(frame):
     """The value of the frame's first parameter (`self` of a method, `ctx` of a Function's forward)."""
     code = frame.f_code
     return frame.f_locals.get(code.co_varnames[0]) if code.co_argcount else None
+
+
+def dispatch_caller():
+    """The frame that called the op now in a dispatch mode's `__torch_dispatch__` (its caller's caller).
+
+    None where there is none: an op run from a C++ thread with no Python frame
+    above it (a collective's completion callback under DDP with NCCL).
+    """
+    try:
+        return sys._getframe(2)
+    except ValueError:
+        return None
 
 
 def locate(frame, *, through_functions: bool = False) -> Site:

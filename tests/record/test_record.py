@@ -319,3 +319,54 @@ def test_the_forward_sites_of_old_steps_are_forgotten_and_the_last_step_keeps_it
     assert len(sizes) == 5 and max(sizes[2:]) == sizes[1]  # two steps' nodes at most, not five
     last = [op for op in read(path)["ops"] if op["step"] == 4 and op["phase"] == "backward"]
     assert last and all(op["line"] is not None for op in last if op["op"].startswith("aten.convolution_backward"))
+
+
+def test_an_op_called_with_no_python_frame_above_is_recorded_without_a_line(tmp_path, monkeypatch):
+    """A collective's completion callback runs ops on a C++ thread: no caller frame, `sys._getframe(1)` raises."""
+    import opscan.trace.record as record_module
+    from tests.util import chdir
+
+    def no_caller(depth=0):
+        raise ValueError("call stack is not deep enough")
+
+    monkeypatch.setattr(record_module, "_getframe", no_caller)
+    path = tmp_path / "r.jsonl"
+    with chdir(FIXTURES):
+        result = record_module.record(record_module_target(), str(path), device="cpu", steps=1, seed=0)
+    assert result.complete and not result.notices, result.notices
+    forward = [op for op in read(path)["ops"] if op["phase"] == "forward"]
+    assert forward and all(op["file"] is None and op["line"] is None for op in forward)
+
+
+def test_a_failure_inside_the_recorder_leaves_the_op_to_run_and_says_so(tmp_path, monkeypatch):
+    import opscan.trace.record as record_module
+    from tests.util import chdir
+
+    calls = {"n": 0}
+    locate = record_module.locate
+
+    def failing(frame, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyError("planted")
+        return locate(frame, **kw)
+
+    monkeypatch.setattr(record_module, "locate", failing)
+    path = tmp_path / "r.jsonl"
+    with chdir(FIXTURES):
+        result = record_module.record(record_module_target(), str(path), device="cpu", steps=2, seed=0)
+    assert result.complete
+    assert any("1 op(s) ran but could not be recorded in full" in n and "KeyError: 'planted'" in n for n in result.notices), result.notices
+    clean = tmp_path / "clean.jsonl"
+    monkeypatch.setattr(record_module, "locate", locate)
+    with chdir(FIXTURES):
+        record_module.record(record_module_target(), str(clean), device="cpu", steps=2, seed=0)
+    a, b = read(path), read(clean)
+    assert len(a["ops"]) == len(b["ops"]) - 1  # the one op missing; the run itself went on as before
+    assert [s["params"] for s in a["steps"]] == [s["params"] for s in b["steps"]]
+
+
+def record_module_target():
+    from opscan.trace.runner import parse_target
+
+    return parse_target("models.py:build_conv")

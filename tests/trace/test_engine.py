@@ -214,3 +214,17 @@ def test_generic_remedy_code_runs():
     finally:
         torch.use_deterministic_algorithms(False)
     assert namespace["y"].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_an_alert_raised_with_no_python_frame_above_is_still_found(monkeypatch):
+    """Ops a C++ thread runs (a collective's completion callback) have no caller frame: found, with no line."""
+    import opscan.trace.catch as catch
+    from opscan.trace.sourcemap import dispatch_caller
+
+    assert dispatch_caller() is not None  # from Python, the frame that called this one's caller
+    monkeypatch.setattr(catch, "dispatch_caller", lambda: None)
+    x = torch.randn(1, 1, 4)
+    with opscan.trace() as t:
+        nn.MaxUnpool1d(2)(x, torch.arange(0, 8, 2).expand_as(x))
+    (finding,) = t.findings
+    assert finding.op.startswith("aten.max_unpool") and finding.file is None
