@@ -156,7 +156,13 @@ def dispatch_caller():
     """The frame that called the op now in a dispatch mode's `__torch_dispatch__` (its caller's caller).
 
     None where there is none: an op run from a C++ thread with no Python frame
-    above it (a collective's completion callback under DDP with NCCL).
+    above it. DDP queues its `finalize_backward` (the copy of each reduced
+    bucket back into `param.grad`) as an autograd engine callback
+    (torch/csrc/distributed/c10d/reducer.cpp, `queue_callback`), and a CUDA
+    backward runs on the engine's own device threads
+    (torch/csrc/autograd/engine.cpp, `worker_device`); there
+    `sys._getframe(2)` raises ValueError. Seen as a SystemError out of
+    `run_backward` on an H200 with torch 2.11 and NCCL.
     """
     try:
         return sys._getframe(2)
