@@ -179,7 +179,7 @@ class RecordMode(TorchDispatchMode):
             if node is None:
                 try:
                     frame = _getframe(1)
-                except ValueError:  # called from a thread with no Python frame (a collective's completion callback)
+                except ValueError:  # a C++ thread with no Python frame (DDP's end-of-backward callback; see dispatch_caller)
                     frame = None
                 site = locate(frame)
                 seq = _get_sequence_nr()
