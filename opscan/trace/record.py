@@ -60,6 +60,7 @@ from opscan.trace.sourcemap import (
     SourceMap,
     _get_sequence_nr,
     display_path,
+    in_backward_callback,
     locate,
 )
 
@@ -185,7 +186,9 @@ class RecordMode(TorchDispatchMode):
                 seq = _get_sequence_nr()
                 if seq != sm.last_seq:
                     sm.record_nodes(seq, frame, site if grad else None)
-                phase = sm.phase(frame, None) if sm._stepping else PHASE_FORWARD
+                # Past the sequence check: an end-of-backward callback (DDP's copy of the reduced buckets into
+                # .grad) has no node but runs inside the backward pass.
+                phase = sm.phase(frame, None) if sm._stepping or in_backward_callback() else PHASE_FORWARD
             else:
                 site = sm.node_site(node) or NOWHERE
                 phase = PHASE_BACKWARD

@@ -36,6 +36,13 @@ from torch.autograd.function import FunctionCtx
 # ops are still found, only without their forward line.
 _get_sequence_nr = getattr(torch._C._autograd, "_get_sequence_nr", None)
 _current_autograd_node = getattr(torch._C, "_current_autograd_node", None)
+# -1 outside a backward pass (torch/csrc/autograd/init.cpp; torch/utils/checkpoint.py uses it), in 2.11 and 2.14.
+_graph_task_id = getattr(torch._C, "_current_graph_task_id", None)
+
+
+def in_backward_callback() -> bool:
+    """Is an op with no autograd node running inside a backward pass (an engine callback: DDP's finalize_backward)?"""
+    return _graph_task_id is not None and _graph_task_id() != -1
 
 PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER = "forward", "backward", "optimizer"
 
@@ -360,7 +367,7 @@ class SourceMap:
 
     def phase(self, frame, node) -> str:
         """forward, backward or optimizer, for an op running with this stack and autograd node."""
-        if node is not None:
+        if node is not None or in_backward_callback():
             return PHASE_BACKWARD
         if self._stepping:
             stepping = set(self._stepping)

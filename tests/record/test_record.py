@@ -370,3 +370,32 @@ def record_module_target():
     from opscan.trace.runner import parse_target
 
     return parse_target("models.py:build_conv")
+
+
+def test_an_op_in_an_end_of_backward_callback_is_a_backward_op(tmp_path):
+    """DDP copies the reduced buckets into .grad in an engine callback: no autograd node, but inside backward."""
+    from opscan.trace.record import Recorder
+    from opscan.trace.recordwriter import InlineWriter
+
+    model = torch.nn.Linear(3, 2)
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(InlineWriter(str(path), "xor64+sum"), target="t", kind="zoo", steps=1, device="cpu", seed=0)
+    recorder.modes(model)
+    marker = torch.full((2,), 7.0)
+
+    def callback():
+        marker.mul_(3)
+
+    def hook(grad):
+        torch.autograd.Variable._execution_engine.queue_callback(callback)
+        return grad
+
+    with recorder:
+        out = model(torch.ones(1, 3))
+        out.register_hook(hook)
+        out.sum().backward()
+        marker.mul_(2)  # after backward: forward again
+    recorder.end_step(0)
+    recorder.finish(complete=True)
+    muls = [op for op in read(path)["ops"] if op["op"] == "aten.mul_.Tensor"]
+    assert [op["phase"] for op in muls] == ["backward", "forward"]
