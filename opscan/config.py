@@ -62,11 +62,15 @@ def resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+class _DefaultSelect(list):
+    """The selection nobody chose: every rule but the opt-in ones (DET010, like ruff's RUF100)."""
+
+
 class Config:
     """The settings lint runs with: defaults, then `[tool.opscan]`, then flags."""
 
     def __init__(self, *, root: Path | None = None, source: Path | None = None):
-        self.select: list[str] = ["ALL"]
+        self.select: list[str] = _DefaultSelect(["ALL"])
         self.extend_select: list[str] = []
         self.ignore: list[str] = []
         self.per_file_ignores: dict[str, list[str]] = {}
@@ -81,10 +85,14 @@ class Config:
     def __repr__(self) -> str:
         return f"Config(root={self.root!r}, source={self.source!r})"
 
-    def enabled_codes(self, universe: list[str]) -> set[str]:
+    def enabled_codes(self, universe: list[str], opt_in: frozenset[str] = frozenset()) -> set[str]:
+        """The codes selected; `opt_in` codes only when a selection names them (the default leaves them out)."""
         from opscan.codes import expand_selectors
 
-        chosen = expand_selectors(self.select, universe) | expand_selectors(self.extend_select, universe)
+        extended = expand_selectors(self.extend_select, universe)
+        chosen = expand_selectors(self.select, universe) | extended
+        if isinstance(self.select, _DefaultSelect):
+            chosen -= opt_in - extended
         return chosen - expand_selectors(self.ignore, universe)
 
     def validate(self, universe: list[str]) -> None:

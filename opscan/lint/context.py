@@ -7,7 +7,7 @@ from functools import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import Determinism, EnvRead, EnvWrite, Seed
+from opscan.lint.model import Call, Determinism, EnvRead, EnvWrite, Seed
 from opscan.lint.project import EntryTrace, TraceEvent
 
 
@@ -23,7 +23,7 @@ class Context:
 
     def of(self, what: type) -> list[TraceEvent]:
         """The events, in execution order, of one class of effect (or Call)."""
-        return [e for e in self.trace.events if e.what.__class__ is what]
+        return [e for e in (self.trace.events if what is Call else self.trace.effects) if e.what.__class__ is what]
 
     @cached_property
     def seeds(self) -> list[TraceEvent]:

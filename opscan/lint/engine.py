@@ -108,8 +108,11 @@ class _FactsLoader:
         except OSError as exc:
             return ModuleFacts(path=path, error=f"cannot read file: {exc.strerror or exc}")
 
-    def __call__(self, path: str, package: str, keep_all: bool = False) -> ModuleFacts:
+    def __call__(self, path: str, package: str, keep_all: bool = False, provided: frozenset[str] = frozenset()) -> ModuleFacts:
+        """`provided`: libraries the project provides itself, whose calls are kept."""
         calls = None if keep_all else self.calls
+        if calls is not None and provided:
+            calls = calls.without(provided)
         if path in self.overlay:
             return extract(path, self.overlay[path], package, calls)
         data = self._read(path)
@@ -131,15 +134,17 @@ class _EntryLinter:
     """Lints entry files one by one through one Project, and filters their findings."""
 
     def __init__(self, cfg: Config, torch_version: str, files: list[Path], cache, overlay, calls: CallFilter):
-        from opscan.lint.rules import lint_codes
+        from opscan.lint.rules import OPT_IN, lint_codes
 
         self.cfg = cfg
         self.cache = cache
         self.torch_version = torch_version
         self.universe = lint_codes()
-        self.enabled = cfg.enabled_codes(self.universe)
+        self.enabled = cfg.enabled_codes(self.universe, OPT_IN)
         self.project = Project(_FactsLoader(cache, overlay, calls), [cfg.root, *cfg.roots], entry_dirs=[f.parent for f in files])
         self._ignored: dict[str, set[str]] = {}
+        self.progress: Progress | None = None
+        self.noqa_used: set[tuple[str, int, str]] = set()  # (path, line, code) a line's `# noqa` suppressed
 
     def lint(self, path: Path) -> list[Finding]:
         """The findings of running `path` as a script that survive selection and noqa, in report form."""
@@ -157,17 +162,55 @@ class _EntryLinter:
         return [self._final(f) for f in raw if self._kept(f)]
 
     def _kept(self, f: Finding) -> bool:
-        if f.code not in self.enabled:
+        if f.code not in self.enabled or f.code in self._ignored_in(f.path):
             return False
-        ignored = self._ignored.get(f.path)
+        facts = self.project.facts_of(f.path)
+        if not _suppressed(f, facts):
+            return True
+        if facts.file_noqa is False or (facts.file_noqa and f.code not in facts.file_noqa):
+            self.noqa_used.add((f.path, f.line, f.code))  # the line's comment did it (DET010 asks)
+        return False
+
+    def _ignored_in(self, path: str) -> set[str]:
+        ignored = self._ignored.get(path)
         if ignored is None:
             from opscan.codes import expand_selectors
 
-            ignored = self._ignored[f.path] = expand_selectors(self.cfg.ignored_for(Path(f.path)), self.universe)
-        return f.code not in ignored and not _suppressed(f, self.project.facts_of(f.path))
+            ignored = self._ignored[path] = expand_selectors(self.cfg.ignored_for(Path(path)), self.universe)
+        return ignored
+
+    def unused_noqa(self, files: list[Path]) -> list[Finding]:
+        """DET010: the `# noqa: DET...` codes of the files linted that no finding of this run needed."""
+        from opscan.lint.rules import det010
+
+        known = set(self.universe)
+        out = []
+        for path in files:
+            facts = self.project.facts_of(str(Path(path).resolve()))
+            if facts is None or facts.error or not any(facts.noqa.values()):
+                continue
+            key = facts.path if facts.path and os.path.isabs(facts.path) else str(Path(path).resolve())
+            enabled = self.enabled - self._ignored_in(key)
+            lines = None
+            for line, codes in sorted(facts.noqa.items()):
+                if not codes:
+                    continue  # a bare `# noqa` may serve another linter
+                used = {c for c in codes if (key, line, c) in self.noqa_used}
+                if lines is None:
+                    lines = facts.lines if facts.lines is not None else _source_lines(key)
+                text = lines[line - 1] if 0 < line <= len(lines) else ""
+                found = det010.unused_in(text, used, enabled, known)
+                if found is None:
+                    continue
+                start, end, drop, why = found
+                start, end = len(text[:start].encode()), len(text[:end].encode())  # columns count UTF-8 bytes, as ast's
+                out.append(det010.finding(key, line, text, start, end, drop, why))
+        return [self._final(f) for f in out if self._kept(f)]
 
     def _final(self, f: Finding) -> Finding:
         facts = self.project.facts_of(f.path)
+        if facts is not None and facts.lines is None:  # facts from the cache or another process: not kept
+            facts.lines = _source_lines(f.path)
         line_text = facts.lines[f.line - 1].strip() if facts and 0 < f.line <= len(facts.lines) else ""
         return f.replace(path=display_path(f.path), line_text=line_text, source_path=f.path)
 
@@ -175,9 +218,61 @@ class _EntryLinter:
 def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
     """linter.lint() over the files, shared between this process and forked children; None without fork.
 
-    Each child lints every `workers`-th file with its own copy of the project and
-    sends back only the findings (the cache, if any, it fills itself). A child
-    that fails is not an error: its share is linted here instead.
+    First every core reads its share of the files into facts, and this process
+    receives them all: an entry's trace follows its imports into the other files,
+    and without this each process would read nearly the whole tree itself (on
+    torch's source, every file imports most of it). Then each core lints its
+    share with a copy of the project that holds every file's facts, and sends
+    back only the findings (the cache, if any, each fills itself). A child that
+    fails is not an error: its share is done here instead.
+    """
+    project, progress = linter.project, linter.progress
+
+    def read(share: list[int], tick) -> list:
+        for i in share:
+            project.entry_module(files[i])
+            tick()
+        facts = list(project._facts.items())  # a child's own: it was forked before any were read
+        for _, f in facts:
+            f.lines = None  # read again from the file for the few lines a finding quotes
+        return facts
+
+    def read_here(share: list[int], tick) -> None:
+        for i in share:
+            project.entry_module(files[i])
+            tick()
+
+    if progress is not None:
+        progress.phase("Reading", len(files))
+    read_shares = _in_processes(len(files), workers, read, read_here, progress, linter)
+    if read_shares is None:
+        return None
+    for _, facts in read_shares:
+        if facts is not None:
+            project.adopt(facts)
+
+    def lint(share: list[int], tick) -> list[list[Finding]]:
+        found = []
+        for i in share:
+            found.append(linter.lint(files[i]))
+            tick()
+        return found
+
+    if progress is not None:
+        progress.phase("Linting", len(files))
+    results: list[list[Finding] | None] = [None] * len(files)
+    for share, found in _in_processes(len(files), workers, lint, lint, progress, linter) or ():
+        for i, one in zip(share, found):
+            results[i] = one
+    return results  # type: ignore[return-value]
+
+
+def _in_processes(n: int, workers: int, work, work_here, progress: Progress | None, linter: _EntryLinter) -> list | None:
+    """[(share, payload)]: work(share, tick) over range(n), shared between this process and forked children.
+
+    This process runs work_here(share, tick) on its own share (its payload is None
+    when work_here returns None); each child sends back its payload, pickled, and
+    one byte per item done on a shared pipe for the progress line. None without fork.
     """
     if not hasattr(os, "fork"):  # Windows: spawning would re-import everything
         return None
@@ -186,58 +281,162 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
         return None
     import pickle
 
-    shares: list[list[int]] = [list(range(i, len(files), workers)) for i in range(workers)]
+    shares: list[list[int]] = [list(range(i, n, workers)) for i in range(workers)]
+    ticks_read = ticks_write = None
+    if progress is not None:
+        try:
+            ticks_read, ticks_write = os.pipe()
+            os.set_blocking(ticks_read, False)
+        except OSError:
+            ticks_read = ticks_write = None
     children: list[tuple[int, int, list[int]]] = []
+    mine = shares[0]
     for share in shares[1:]:
         try:
             read_end, write_end = os.pipe()
-        except OSError:  # out of descriptors: what is not shared out is linted here
-            shares[0] += share
+        except OSError:  # out of descriptors: what is not shared out is done here
+            mine += share
             continue
         try:
             pid = os.fork()
         except OSError:  # out of processes: likewise
             os.close(read_end)
             os.close(write_end)
-            shares[0] += share
+            mine += share
             continue
         if pid == 0:  # the child: never returns into the caller
             status = 1
             try:
                 os.close(read_end)
-                found = [linter.lint(files[i]) for i in share]
+                if ticks_read is not None:
+                    os.close(ticks_read)
+                tick = (lambda: os.write(ticks_write, b".")) if ticks_write is not None else _no_tick
+                payload = work(share, tick)
                 used = linter.cache.used if linter.cache is not None else set()
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(pickle.dumps((found, used), protocol=pickle.HIGHEST_PROTOCOL))
+                    out.write(pickle.dumps((payload, used, linter.noqa_used), protocol=pickle.HIGHEST_PROTOCOL))
                 status = 0
             finally:
                 os._exit(status)
         os.close(write_end)
         children.append((pid, read_end, share))
-    results: list[list[Finding] | None] = [None] * len(files)
-    for i in sorted(shares[0]):
-        results[i] = linter.lint(files[i])
+    if ticks_write is not None:
+        os.close(ticks_write)
+
+    def tick() -> None:
+        progress.advance(1)
+        _drain_ticks(ticks_read, progress)
+
+    done = [(sorted(mine), work_here(sorted(mine), tick if progress is not None else _no_tick))]
     for pid, read_end, share in children:
-        with os.fdopen(read_end, "rb") as fh:
-            payload = fh.read()
+        payload = _read_all(read_end, ticks_read, progress)
         _, status = os.waitpid(pid, 0)
-        found = None
+        result = None
         if status == 0:
             try:
-                found, used = pickle.loads(payload)
+                result, used, noqa_used = pickle.loads(payload)
                 if linter.cache is not None:
                     linter.cache.used |= used
-            except Exception:  # a truncated payload: lint the share here
-                found = None
-        for j, i in enumerate(share):
-            results[i] = found[j] if found is not None and j < len(found) else linter.lint(files[i])
-    return results  # type: ignore[return-value]
+                linter.noqa_used |= noqa_used
+            except Exception:  # a truncated payload: do the share here
+                result = None
+        if result is None:
+            result = work_here(share, _no_tick)
+        done.append((share, result))
+    if ticks_read is not None:
+        os.close(ticks_read)
+    return done
+
+
+def _no_tick() -> None:
+    pass
+
+
+def _drain_ticks(fd: int | None, progress: Progress | None) -> None:
+    if fd is None or progress is None:
+        return
+    try:
+        got = os.read(fd, 65536)
+    except (BlockingIOError, OSError):
+        return
+    if got:
+        progress.advance(len(got))
+
+
+def _read_all(fd: int, ticks: int | None, progress: Progress | None) -> bytes:
+    """A child's whole payload; meanwhile, the progress its children report."""
+    chunks = []
+    if ticks is None or progress is None:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+    import select
+
+    try:
+        while True:
+            ready, _, _ = select.select([fd, ticks], [], [], 0.5)
+            if ticks in ready:
+                _drain_ticks(ticks, progress)
+            if fd in ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+class Progress:
+    """A line on stderr, `Linting 1,234/2,352 files`, drawn once a run has taken about a second."""
+
+    DELAY = 1.0
+    INTERVAL = 0.1
+
+    def __init__(self, stream):
+        import time
+
+        self.stream = stream
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.drawn_at = 0.0
+        self.shown = False
+        self.label, self.total, self.count = "", 0, 0
+
+    def phase(self, label: str, total: int) -> None:
+        self.label, self.total, self.count = label, total, 0
+
+    def advance(self, n: int) -> None:
+        self.count += n
+        now = self.clock()
+        if now - self.started >= self.DELAY and now - self.drawn_at >= self.INTERVAL:
+            self.drawn_at = now
+            self.shown = True
+            self.stream.write(f"\r\x1b[K{self.label} {min(self.count, self.total):,}/{self.total:,} files")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def _source_lines(path: str) -> list[str]:
+    """A file's lines, for quoting in findings; none where it cannot be read now."""
+    from opscan.lint.facts import decode_source
+
+    try:
+        with open(path, "rb") as fh:
+            return decode_source(fh.read()).splitlines()
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+        return []
 
 
 def display_path(path: str) -> str:
-    """Relative to the working directory when below it, as ruff prints paths."""
-    rel = os.path.relpath(path)
-    return Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
+    """Relative to the working directory (`../train.py` from a subfolder); absolute only on another drive."""
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:  # Windows: no relative path between drives
+        return Path(path).as_posix()
 
 
 def _suppressed(finding: Finding, facts: ModuleFacts | None) -> bool:
@@ -259,28 +458,50 @@ def run(
     use_cache: bool = True,
     force_exclude: bool = False,
     overlay: dict[str, bytes] | None = None,
+    progress: Progress | None = None,
+    stdin: str | None = None,
 ) -> Report:
     """Lint the given paths and return a Report of the findings that survive noqa and selection.
 
     `overlay` maps resolved paths to contents to lint instead of what is on disk
-    (the fixer re-lints its edits before writing them).
+    (the fixer re-lints its edits before writing them). `progress`, if given, is
+    told how many files are done. `stdin`: lint just this path, whose contents
+    `overlay` holds (they came on stdin; the file need not exist).
     """
     from opscan.lint.relevance import CallFilter
 
     report = Report("lint")
-    files, report.notices = discover(paths, cfg, force_exclude)
+    if stdin is not None:  # as ruff: exclusions apply to it only with --force-exclude
+        files = [] if force_exclude and cfg.is_excluded(Path(stdin)) else [Path(stdin)]
+    else:
+        files, report.notices = discover(paths, cfg, force_exclude)
     cache = None
     if use_cache:
         from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
 
         cache = FactsCache.open(cfg.root)
     linter = _EntryLinter(cfg, torch_version, files, cache, overlay, CallFilter.for_lint())
+    linter.progress = progress
     per_file = None
     workers = min(_workers(), len(files) // 2 or 1)
-    if workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
-        per_file = _lint_in_processes(linter, files, workers)
-    if per_file is None:
-        per_file = [linter.lint(path) for path in files]
+    try:
+        if workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
+            per_file = _lint_in_processes(linter, files, workers)
+        if per_file is None:
+            if progress is not None:
+                progress.phase("Linting", len(files))
+            per_file = []
+            for path in files:
+                per_file.append(linter.lint(path))
+                if progress is not None:
+                    progress.advance(1)
+    finally:
+        if progress is not None:
+            progress.close()
+    from opscan.lint.rules import det010
+
+    if det010.RULE.code in linter.enabled:  # once every script has said which `# noqa` it needed
+        per_file.append(linter.unused_noqa(files))
     # A finding in a helper module may be reached from several scripts: report it once.
     seen: set[tuple] = set()
     for found in per_file:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 7
+FACTS_VERSION = 8
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -96,7 +96,7 @@ class ModuleFacts(Plain):
         self.classes: dict[str, ClassFacts] = {}
         self.noqa: dict[int, frozenset[str] | None] = {}  # line -> codes, None = all
         self.file_noqa: frozenset[str] | None | bool = False  # False = none; None = all; else codes
-        self.lines: list[str] = []
+        self.lines: list[str] | None = []  # None in facts from the cache or another process: read when needed
         self.error = error  # why the file could not be analysed (DET000)
         self.error_loc: Loc | None = None
         # Libraries whose calls a CallFilter left out; linking checks the project does not provide one.

@@ -34,6 +34,15 @@ class Loc(Frozen):
         self.end_line = end_line
         self.end_col = end_col
 
+    # Spelled out: locations are compared and hashed by the hundred thousand (DET007's `seen`).
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Loc:
+            return NotImplemented
+        return self.line == other.line and self.col == other.col and self.end_line == other.end_line and self.end_col == other.end_col
+
+    def __hash__(self) -> int:
+        return hash((self.line, self.col, self.end_line, self.end_col))
+
 
 class CallArgs(Frozen):
     """The literal arguments of one call site: positional values and keyword values.

@@ -51,7 +51,7 @@ RULE = parse_doc(__doc__)
 
 def check(ctx: Context) -> None:
     first_cuda = None
-    for event in ctx.trace.events:
+    for event in ctx.trace.effects:  # the events that are not calls, in order
         what = event.what
         if what.__class__ is CudaWork and first_cuda is None:
             first_cuda = event
