@@ -313,7 +313,7 @@ def test_output_file_in_a_missing_folder_exits_2(project):
         (["--select", "DET999"], None, "DET999"),
         (["--ignore", "E501"], None, "E501"),
         (["--extend-select", "NOPE"], None, "NOPE"),
-        ([], '[tool.opscan]\nselect = ["DET01"]\n', "DET01"),
+        ([], '[tool.opscan]\nselect = ["DET02"]\n', "DET02"),
         ([], '[tool.opscan]\n[tool.opscan.per-file-ignores]\n"*.py" = ["FOO1"]\n', "FOO1"),
         (["--output-format", "xml"], None, "xml"),
     ],
