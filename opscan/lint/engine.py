@@ -218,15 +218,19 @@ class _EntryLinter:
 def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
     """linter.lint() over the files, shared between this process and forked children; None without fork.
 
-    First every core reads its share of the files into facts, and this process
-    receives them all: an entry's trace follows its imports into the other files,
-    and without this each process would read nearly the whole tree itself (on
-    torch's source, every file imports most of it). Then each core lints its
-    share with a copy of the project that holds every file's facts, and sends
-    back only the findings (the cache, if any, each fills itself). A child that
-    fails is not an error: its share is done here instead.
+    In a tree of packages, first every core reads its share of the files into
+    facts, and this process receives them all: an entry's trace follows its
+    imports into the other files, and without this each process would read
+    nearly the whole tree itself (on torch's source, every file imports most of
+    it). Scripts that share a helper or two do not need it, and handing facts
+    over costs a fifth of reading them. Then each core lints its share with a
+    copy of the project, and sends back only the findings (the cache, if any,
+    each fills itself). A child that fails is not an error: its share is done
+    here instead.
     """
     project, progress = linter.project, linter.progress
+    if not _mostly_packages(files):
+        return _lint_shares(linter, files, workers)
 
     def read(share: list[int], tick) -> list:
         for i in share:
@@ -251,6 +255,25 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
         if facts is not None:
             project.adopt(facts)
 
+    return _lint_shares(linter, files, workers)
+
+
+def _mostly_packages(files: list[Path]) -> bool:
+    """Whether most files sit in packages (a folder with `__init__.py`), where modules import one another."""
+    in_package: dict[str, bool] = {}
+    count = 0
+    for path in files:
+        folder = os.path.dirname(os.path.abspath(path))
+        found = in_package.get(folder)
+        if found is None:
+            found = in_package[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+        count += found
+    return count * 2 > len(files)
+
+
+def _lint_shares(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
+    progress = linter.progress
+
     def lint(share: list[int], tick) -> list[list[Finding]]:
         found = []
         for i in share:
@@ -261,7 +284,10 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
     if progress is not None:
         progress.phase("Linting", len(files))
     results: list[list[Finding] | None] = [None] * len(files)
-    for share, found in _in_processes(len(files), workers, lint, lint, progress, linter) or ():
+    done = _in_processes(len(files), workers, lint, lint, progress, linter)
+    if done is None:
+        return None
+    for share, found in done:
         for i, one in zip(share, found):
             results[i] = one
     return results  # type: ignore[return-value]
