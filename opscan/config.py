@@ -154,8 +154,8 @@ class Config:
         return out
 
 
-def find_pyproject(paths: list[str]) -> Path | None:
-    """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
+def pyproject_folders(paths: list[str]) -> list[Path]:
+    """Where find_pyproject looks, nearest first: the paths' common folder and each one above it."""
     starts = [resolve(Path(p)) for p in paths] or [Path.cwd()]
     try:
         common = Path(os.path.commonpath([str(p) for p in starts]))
@@ -163,7 +163,12 @@ def find_pyproject(paths: list[str]) -> Path | None:
         common = Path.cwd()
     if common.is_file() or not common.exists():
         common = common.parent
-    for folder in [common, *common.parents]:
+    return [common, *common.parents]
+
+
+def find_pyproject(paths: list[str]) -> Path | None:
+    """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
+    for folder in pyproject_folders(paths):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             if not _may_configure_opscan(candidate):

@@ -64,10 +64,41 @@ def run(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        return _run(args)
+        if args.no_cache or not _replayable(args):
+            return _run(args)
+        return _run_recorded(args)
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def _replayable(args) -> bool:
+    from opscan.lint import runcache
+
+    argv = getattr(args, "lint_argv", None)
+    return argv is not None and runcache.eligible(argv) and not args.add_noqa
+
+
+def _run_recorded(args) -> int:
+    """_run, keeping what it prints and what it read, for `opscan.lint.runcache.replay` next time."""
+    import time
+
+    from opscan.lint import runcache
+
+    started = time.time_ns()
+    out, err = runcache.Tee(sys.stdout), runcache.Tee(sys.stderr)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    deps: set[str] = set()
+    args.deps = deps
+    try:
+        code = _run(args)
+    finally:
+        sys.stdout, sys.stderr = saved
+    folder = getattr(args, "cache_folder", None)
+    if folder is not None and not getattr(args, "progress_shown", False):
+        runcache.save(folder, args.lint_argv, os.getcwd(), started, deps, out.bytes(), err.bytes(), code)
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -95,6 +126,13 @@ def _run(args: argparse.Namespace) -> int:
         stdin_path = args.stdin_filename or "-"
         args.paths = [stdin_path] if args.stdin_filename else ["."]
 
+    deps = getattr(args, "deps", None)  # what the result depends on, for the run cache
+    if deps is not None:
+        folders = config_mod.pyproject_folders(args.paths)
+        for folder in folders:  # present or not: one that appears may configure the run
+            deps.add(str(folder / "pyproject.toml"))
+        if args.config:
+            deps.add(os.path.abspath(args.config))
     try:
         cfg = config_mod.load(args.paths, args.config)
         if args.select is not None:
@@ -123,11 +161,20 @@ def _run(args: argparse.Namespace) -> int:
     def lint(overlay: dict[str, bytes] | None = None):
         if not paths:
             return Report("lint")
-        return engine.run(
-            paths, cfg, torch_version=cfg.torch_version or NEWEST_TORCH, use_cache=not args.no_cache,
-            force_exclude=args.force_exclude, overlay={**stdin_sources, **(overlay or {})} or None,
-            progress=_progress(), stdin=stdin_path,
-        )  # fmt: skip
+        progress = _progress()
+        try:
+            return engine.run(
+                paths, cfg, torch_version=cfg.torch_version or NEWEST_TORCH, use_cache=not args.no_cache,
+                force_exclude=args.force_exclude, overlay={**stdin_sources, **(overlay or {})} or None,
+                progress=progress, stdin=stdin_path, deps=deps,
+            )  # fmt: skip
+        finally:
+            if progress is not None and progress.drawn_at:
+                args.progress_shown = True
+
+    if deps is not None:
+        override = os.environ.get("OPSCAN_CACHE_DIR")
+        args.cache_folder = override or str(cfg.root / ".opscan_cache")
 
     try:
         report = lint()

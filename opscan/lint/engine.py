@@ -30,8 +30,11 @@ if TYPE_CHECKING:
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped with a message
 
 
-def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tuple[list[Path], list[str]]:
-    """Python files under the given paths, each once, in a stable order; plus notices for what was skipped."""
+def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: set[str] | None = None) -> tuple[list[Path], list[str]]:
+    """Python files under the given paths, each once, in a stable order; plus notices for what was skipped.
+
+    `deps`, if given, gets every path and folder walked (see opscan.lint.runcache).
+    """
     files: list[Path] = []
     notices: list[str] = []
     seen: set[str] = set()
@@ -52,11 +55,15 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tupl
 
     for raw in paths:
         path = Path(raw)
+        if deps is not None:
+            deps.add(os.path.abspath(raw))
         if not os.path.lexists(path):
             notices.append(f"warning: skipped {raw}: no such file or directory")
             continue
         if path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path, onerror=unreadable_folder, followlinks=False):
+                if deps is not None:
+                    deps.add(os.path.abspath(dirpath))
                 base = Path(dirpath)
                 dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d))
                 for name in sorted(filenames):
@@ -145,6 +152,11 @@ class _EntryLinter:
         self._ignored: dict[str, set[str]] = {}
         self.progress: Progress | None = None
         self.noqa_used: set[tuple[str, int, str]] = set()  # (path, line, code) a line's `# noqa` suppressed
+        self.child_deps: set[str] = set()  # what worker processes read (see deps)
+
+    def deps(self) -> set[str]:
+        """The files read and the folders looked in, here and in worker processes."""
+        return self.project.looked_at | set(self.project._any_facts) | self.child_deps
 
     def lint(self, path: Path) -> list[Finding]:
         """The findings of running `path` as a script that survive selection and noqa, in report form."""
@@ -340,7 +352,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                 payload = work(share, tick)
                 used = linter.cache.used if linter.cache is not None else set()
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(pickle.dumps((payload, used, linter.noqa_used), protocol=pickle.HIGHEST_PROTOCOL))
+                    out.write(pickle.dumps((payload, used, linter.noqa_used, linter.deps()), protocol=pickle.HIGHEST_PROTOCOL))
                 status = 0
             finally:
                 os._exit(status)
@@ -360,10 +372,11 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         result = None
         if status == 0:
             try:
-                result, used, noqa_used = pickle.loads(payload)
+                result, used, noqa_used, deps = pickle.loads(payload)
                 if linter.cache is not None:
                     linter.cache.used |= used
                 linter.noqa_used |= noqa_used
+                linter.child_deps |= deps
             except Exception:  # a truncated payload: do the share here
                 result = None
         if result is None:
@@ -486,13 +499,15 @@ def run(
     overlay: dict[str, bytes] | None = None,
     progress: Progress | None = None,
     stdin: str | None = None,
+    deps: set[str] | None = None,
 ) -> Report:
     """Lint the given paths and return a Report of the findings that survive noqa and selection.
 
     `overlay` maps resolved paths to contents to lint instead of what is on disk
     (the fixer re-lints its edits before writing them). `progress`, if given, is
     told how many files are done. `stdin`: lint just this path, whose contents
-    `overlay` holds (they came on stdin; the file need not exist).
+    `overlay` holds (they came on stdin; the file need not exist). `deps`, if
+    given, gets every file and folder the result depends on (opscan.lint.runcache).
     """
     from opscan.lint.relevance import CallFilter
 
@@ -500,7 +515,7 @@ def run(
     if stdin is not None:  # as ruff: exclusions apply to it only with --force-exclude
         files = [] if force_exclude and cfg.is_excluded(Path(stdin)) else [Path(stdin)]
     else:
-        files, report.notices = discover(paths, cfg, force_exclude)
+        files, report.notices = discover(paths, cfg, force_exclude, deps)
     cache = None
     if use_cache:
         from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
@@ -538,6 +553,8 @@ def run(
                 report.findings.append(f)
     if cache is not None:
         cache.prune()
+    if deps is not None:
+        deps |= linter.deps()
     return report
 
 

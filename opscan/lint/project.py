@@ -158,6 +158,7 @@ class Project:
         self._programs: dict[tuple, list[_Program]] = {}
         self._heads: set[str] | None = None  # where find_module reports what it looks up
         self._folder_names: dict[str, frozenset[str]] = {}
+        self.looked_at: set[str] = set()  # folders whose listing decided an import (opscan.lint.runcache)
         # Each module (by path) and function (by path and qualname): its bit in the records' bit sets.
         self._module_bits: dict[str, int] = {}
         self._function_bits: dict[tuple[str, str], int] = {}
@@ -208,6 +209,7 @@ class Project:
         """The module and package names a folder may provide (a superset: every entry, .py stripped)."""
         names = self._folder_names.get(folder)
         if names is None:
+            self.looked_at.add(folder)
             try:
                 listing = os.listdir(folder)
             except OSError:
@@ -297,6 +299,7 @@ class Project:
             if head not in self._names_in(folder):
                 continue
             for candidate in (os.path.join(folder, rel + ".py"), os.path.join(folder, rel, "__init__.py")):
+                self.looked_at.add(os.path.dirname(candidate))
                 if os.path.isfile(candidate):
                     return self.module_at(Path(candidate), dotted)
         return None
