@@ -687,8 +687,9 @@ def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None 
     except MemoryError:  # the parser's own stack overflows this way on some versions
         facts.error = "cannot parse file: too deeply nested or too large for Python's parser (MemoryError)"
         return facts
-    except ValueError as exc:  # NUL bytes (<=3.11)
-        facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
+    except ValueError as exc:  # NUL bytes (<=3.11.3): the same words as the SyntaxError newer Pythons raise
+        prefix = "syntax error" if "null bytes" in str(exc) else "cannot parse file"
+        facts.error = f"{prefix}: {exc}" if str(exc) else "cannot parse file: ValueError"
         return facts
     try:
         _FactsBuilder(facts, package, calls).run(tree)

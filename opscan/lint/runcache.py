@@ -19,7 +19,7 @@ Each is kept as its (mtime, size, inode), or None where it did not exist.
 only if every one is unchanged, writes the recorded output. A run in which
 any of them changed less than two seconds before it started (or while it
 ran) records nothing, so an edit within the file system's clock tick is
-never missed.
+never missed. OPSCAN_RUN_CACHE=0 turns it off (the facts cache still works).
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ def _key(argv: list[str], cwd: str) -> str:
 
 
 def eligible(argv: list[str]) -> bool:
-    """Whether `opscan lint ARGV` may be replayed from, and recorded into, the run cache."""
+    """Whether `opscan lint ARGV` may be replayed from, and recorded into, the run cache (OPSCAN_RUN_CACHE=0: never)."""
+    if os.environ.get("OPSCAN_RUN_CACHE") == "0":
+        return False
     return not any(a in _NOT_REPLAYED or a.startswith(("--output-file=", "--stdin-filename=", "-o")) for a in argv)
 
 
