@@ -306,11 +306,15 @@ def _lint_shares(linter: _EntryLinter, files: list[Path], workers: int) -> list[
 
 
 def _in_processes(n: int, workers: int, work, work_here, progress: Progress | None, linter: _EntryLinter) -> list | None:
-    """[(share, payload)]: work(share, tick) over range(n), shared between this process and forked children.
+    """[(indices, payload)]: work(indices, tick) over range(n), shared between this process and forked children.
 
-    This process runs work_here(share, tick) on its own share (its payload is None
-    when work_here returns None); each child sends back its payload, pickled, and
-    one byte per item done on a shared pipe for the progress line. None without fork.
+    The items are dealt in small batches from a pipe that every process draws
+    from, so a process that meets the costly files (the first to walk a package's
+    imports) does not hold the others up. This process runs work_here on what it
+    draws (its payload is None when work_here returns None); each child sends back
+    its payload, pickled, with the items it drew, and one byte per item done on a
+    shared pipe for the progress line. What a failed child drew is done here.
+    None without fork.
     """
     if not hasattr(os, "fork"):  # Windows: spawning would re-import everything
         return None
@@ -319,7 +323,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         return None
     import pickle
 
-    shares: list[list[int]] = [list(range(i, n, workers)) for i in range(workers)]
+    draw = _dealer(n, workers)
     ticks_read = ticks_write = None
     if progress is not None:
         try:
@@ -327,21 +331,18 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
             os.set_blocking(ticks_read, False)
         except OSError:
             ticks_read = ticks_write = None
-    children: list[tuple[int, int, list[int]]] = []
-    mine = shares[0]
-    for share in shares[1:]:
+    children: list[tuple[int, int]] = []
+    for w in range(1, workers):
         try:
             read_end, write_end = os.pipe()
-        except OSError:  # out of descriptors: what is not shared out is done here
-            mine += share
-            continue
+        except OSError:  # out of descriptors: what is not drawn by a child is done here
+            break
         try:
             pid = os.fork()
         except OSError:  # out of processes: likewise
             os.close(read_end)
             os.close(write_end)
-            mine += share
-            continue
+            break
         if pid == 0:  # the child: never returns into the caller
             status = 1
             try:
@@ -349,15 +350,16 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                 if ticks_read is not None:
                     os.close(ticks_read)
                 tick = (lambda: os.write(ticks_write, b".")) if ticks_write is not None else _no_tick
-                payload = work(share, tick)
+                taken: list[int] = []
+                payload = work(draw(w, taken), tick)
                 used = linter.cache.used if linter.cache is not None else set()
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(pickle.dumps((payload, used, linter.noqa_used, linter.deps()), protocol=pickle.HIGHEST_PROTOCOL))
+                    out.write(pickle.dumps((taken, payload, used, linter.noqa_used, linter.deps()), protocol=pickle.HIGHEST_PROTOCOL))
                 status = 0
             finally:
                 os._exit(status)
         os.close(write_end)
-        children.append((pid, read_end, share))
+        children.append((pid, read_end))
     if ticks_write is not None:
         os.close(ticks_write)
 
@@ -365,26 +367,77 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         progress.advance(1)
         _drain_ticks(ticks_read, progress)
 
-    done = [(sorted(mine), work_here(sorted(mine), tick if progress is not None else _no_tick))]
-    for pid, read_end, share in children:
+    mine: list[int] = []
+    done = [(mine, work_here(draw(0, mine), tick if progress is not None else _no_tick))]
+    for pid, read_end in children:
         payload = _read_all(read_end, ticks_read, progress)
         _, status = os.waitpid(pid, 0)
-        result = None
-        if status == 0:
-            try:
-                result, used, noqa_used, deps = pickle.loads(payload)
-                if linter.cache is not None:
-                    linter.cache.used |= used
-                linter.noqa_used |= noqa_used
-                linter.child_deps |= deps
-            except Exception:  # a truncated payload: do the share here
-                result = None
-        if result is None:
-            result = work_here(share, _no_tick)
-        done.append((share, result))
+        if status != 0:
+            continue
+        try:
+            taken, result, used, noqa_used, deps = pickle.loads(payload)
+        except Exception:  # a truncated payload: its items are done here
+            continue
+        if linter.cache is not None:
+            linter.cache.used |= used
+        linter.noqa_used |= noqa_used
+        linter.child_deps |= deps
+        done.append((taken, result))
+    draw.close()
+    covered = {i for taken, _ in done for i in taken}
+    missing = [i for i in range(n) if i not in covered]
+    if missing:
+        done.append((missing, work_here(iter(missing), _no_tick)))
     if ticks_read is not None:
         os.close(ticks_read)
     return done
+
+
+class _dealer:
+    """Deals range(n) in batches from a pipe that forked processes share; draw(worker, taken) iterates one's items.
+
+    Where a pipe cannot be had (or would not hold every batch), each worker takes
+    every `workers`-th item instead.
+    """
+
+    def __init__(self, n: int, workers: int):
+        import struct
+
+        self.n, self.workers, self.fd = n, workers, None
+        size = max(1, n // (workers * 16))
+        self.batches = [range(i, min(i + size, n)) for i in range(0, n, size)]
+        if len(self.batches) * 4 > 60_000:  # a pipe holds 64 KiB: writing more before anyone reads would block
+            return
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            return
+        try:
+            os.write(write_end, b"".join(struct.pack("=I", i) for i in range(len(self.batches))))
+        finally:
+            os.close(write_end)
+        self.fd = read_end
+
+    def __call__(self, worker: int, taken: list[int]):
+        if self.fd is None:
+            for i in range(worker, self.n, self.workers):
+                taken.append(i)
+                yield i
+            return
+        import struct
+
+        while True:
+            ticket = os.read(self.fd, 4)  # 4 of the pipe's bytes, whole: every process reads just 4
+            if len(ticket) < 4:
+                return
+            for i in self.batches[struct.unpack("=I", ticket)[0]]:
+                taken.append(i)
+                yield i
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _no_tick() -> None:

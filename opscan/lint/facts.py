@@ -15,7 +15,7 @@ import ast
 import re
 import warnings
 
-from opscan._plain import Plain
+from opscan._plain import Plain, by_fields
 from opscan.lint.model import UNKNOWN, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loc
 
 TYPE_CHECKING = False
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 8
+FACTS_VERSION = 9
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -56,6 +56,7 @@ class Event(Plain):
 
     _fields = ("loc", "what")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, loc: Loc, what: Call | Import | Guard | Effect):
         self.loc = loc

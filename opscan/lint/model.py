@@ -6,7 +6,7 @@ cached by file content.
 
 from __future__ import annotations
 
-from opscan._plain import Frozen
+from opscan._plain import Frozen, by_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -27,6 +27,7 @@ class Loc(Frozen):
 
     _fields = ("line", "col", "end_line", "end_col")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, line: int, col: int, end_line: int, end_col: int):
         self.line = line
@@ -54,6 +55,7 @@ class CallArgs(Frozen):
 
     _fields = ("args", "kwargs", "star")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, args: tuple[Any, ...] = (), kwargs: tuple[tuple[str, Any], ...] = (), star: bool = False):
         self.args = args
@@ -163,6 +165,7 @@ class Call(Frozen):
 
     _fields = ("qualname", "method", "args", "refs", "no_grad")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, qualname: str | None, method: str | None, args: CallArgs, refs: tuple[str, ...] = (), no_grad: bool = False):
         self.qualname = qualname
