@@ -15,7 +15,7 @@ import ast
 import re
 import warnings
 
-from opscan._plain import Plain
+from opscan._plain import Plain, by_fields
 from opscan.lint.apis import DATALOADERS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 9
+FACTS_VERSION = 10
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -66,6 +66,7 @@ class Event(Plain):
 
     _fields = ("loc", "what")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, loc: Loc, what: Call | Import | Guard | Loader | Effect):
         self.loc = loc
@@ -106,7 +107,7 @@ class ModuleFacts(Plain):
         self.classes: dict[str, ClassFacts] = {}
         self.noqa: dict[int, frozenset[str] | None] = {}  # line -> codes, None = all
         self.file_noqa: frozenset[str] | None | bool = False  # False = none; None = all; else codes
-        self.lines: list[str] = []
+        self.lines: list[str] | None = []  # None in facts from the cache or another process: read when needed
         self.error = error  # why the file could not be analysed (DET000)
         self.error_loc: Loc | None = None
         # Libraries whose calls a CallFilter left out; linking checks the project does not provide one.
