@@ -637,7 +637,9 @@ def run(
     if cache is not None:
         cache.prune()
     if deps is not None:
-        deps |= linter.deps()
+        from opscan.lint.runcache import listing
+
+        deps |= linter.deps() | targets.read | {listing(folder, prefixes) for folder, prefixes in targets.listed}
     return report
 
 

@@ -9,12 +9,17 @@ interpreter, opscan's version and the OPSCAN_* environment, with the state
 of everything the result depended on:
 
 - every file it read: the linted files, the modules their imports reached,
-  the configuration files looked for (present or not) and opscan's own
-  source and rules data;
+  the configuration files looked for (present or not), the files that may
+  declare the targeted torch (requirements, lock files, the installed
+  torch's metadata) and opscan's own source and rules data;
 - every folder whose listing mattered: the folders discovery walked, the
   folders an import was looked for in (present or not).
 
 Each is kept as its (mtime, size, inode), or None where it did not exist.
+A folder walked up for the torch requirement (or a `sys.path` folder searched
+for the installed torch) is kept as the sorted names in it that start with
+one of a few prefixes (see `listing`): its other entries, and its mtime, change
+too often (a home folder, /tmp) to say anything about this run.
 `replay` runs before argparse is imported: it stats them all again and,
 only if every one is unchanged, writes the recorded output. A run in which
 any of them changed less than two seconds before it started (or while it
@@ -34,7 +39,11 @@ RUNS = f"runs-{__version__}-{FORMAT}"
 CACHE_DIR = ".opscan_cache"  # as opscan.lint.cache.CACHE_DIR, without importing it
 RACY_NS = 2_000_000_000  # changes this close to the run are not trusted to show in mtimes
 # Flags after which the output is not only the report (or writes files): never replayed.
-_NOT_REPLAYED = frozenset({"--fix", "--diff", "--add-noqa", "--no-cache", "-o", "--output-file", "--stdin-filename", "-", "--help", "-h"})
+# -v and --show-settings say what they found on sys.path and in the project as they run.
+_NOT_REPLAYED = frozenset({
+    "--fix", "--diff", "--add-noqa", "--no-cache", "-o", "--output-file", "--stdin-filename", "-", "--help", "-h",
+    "-v", "--verbose", "--show-settings",
+})  # fmt: skip
 
 
 def _key(argv: list[str], cwd: str) -> str:
@@ -49,7 +58,31 @@ def eligible(argv: list[str]) -> bool:
     """Whether `opscan lint ARGV` may be replayed from, and recorded into, the run cache (OPSCAN_RUN_CACHE=0: never)."""
     if os.environ.get("OPSCAN_RUN_CACHE") == "0":
         return False
-    return not any(a in _NOT_REPLAYED or a.startswith(("--output-file=", "--stdin-filename=", "-o")) for a in argv)
+    return not any(
+        a in _NOT_REPLAYED or a.startswith(("--output-file=", "--stdin-filename=", "-o")) or (a[:1] == "-" != a[1:2] and "v" in a)
+        for a in argv
+    )  # `-qv`: short flags together
+
+
+LISTING = "\0"  # no path holds it: marks a dep made by listing()
+
+
+def listing(folder: str, prefixes: tuple[str, ...]) -> str:
+    """A dep on the names in `folder` that start with one of `prefixes` once lowercased."""
+    return f"{LISTING}{folder}{LISTING}{'|'.join(prefixes)}"
+
+
+def _state(dep: str):
+    """What a dep is now: a path's signature, or a listing's names (None where it cannot be read)."""
+    if dep[:1] != LISTING:
+        return signature(dep)
+    _, folder, prefixes = dep.split(LISTING)
+    try:
+        names = os.listdir(folder)
+    except (OSError, ValueError):
+        return None
+    wanted = tuple(prefixes.split("|"))
+    return tuple(sorted(n for n in names if n.lower().startswith(wanted)))
 
 
 def signature(path: str) -> tuple[int, int, int] | None:
@@ -100,7 +133,7 @@ def replay(argv: list[str]) -> int | None:
             stored_key, deps, out, err, code = record
         except (TypeError, ValueError):
             return None
-        if stored_key != key or any(signature(path) != sig for path, sig in deps):
+        if stored_key != key or any(_state(path) != sig for path, sig in deps):
             return None
         try:
             if out:
@@ -122,8 +155,8 @@ def save(folder: str, argv: list[str], cwd: str, started_ns: int, deps: set[str]
 
     signed = []
     for path in sorted(deps | _own_files()):
-        sig = signature(path)
-        if sig is not None and sig[0] >= started_ns - RACY_NS:
+        sig = _state(path)
+        if path[:1] != LISTING and sig is not None and sig[0] >= started_ns - RACY_NS:
             return  # changed just before or during the run: an mtime may not show the next change
         signed.append((path, sig))
     if time.time_ns() - started_ns < 0:  # pragma: no cover - a clock that went back

@@ -83,6 +83,8 @@ def test_an_unchanged_tree_replays_output_and_exit_code(tmp_path):
         "add a script",
         "edit the configuration",
         "add a configuration above",
+        "pin torch in a requirements file",  # the targeted releases: DET002 holds only before 2.10
+        "pin torch in a folder above",
     ],
 )
 def test_a_change_that_could_alter_the_result_is_linted_afresh(tmp_path, change):
@@ -97,6 +99,10 @@ def test_a_change_that_could_alter_the_result_is_linted_afresh(tmp_path, change)
         (project / "eval.py").write_text(SEEDS)
     elif change == "edit the configuration":
         (project / "pyproject.toml").write_text('[tool.opscan]\nignore = ["DET001"]\n')
+    elif change == "pin torch in a requirements file":
+        (project / "requirements.txt").write_text("torch==2.14.1\n")
+    elif change == "pin torch in a folder above":
+        (tmp_path / "requirements.txt").write_text("torch==2.14.1\n")
     else:
         (project / "pyproject.toml").unlink()
         (tmp_path / "pyproject.toml").write_text('[tool.opscan]\nignore = ["DET001"]\n')
@@ -104,6 +110,15 @@ def test_a_change_that_could_alter_the_result_is_linted_afresh(tmp_path, change)
     assert not replayed, change
     fresh = _lint(project, "--no-cache", "train.py")
     assert (proc.returncode, proc.stdout) == (fresh.returncode, fresh.stdout), change
+
+
+def test_an_unrelated_change_above_the_project_still_replays(tmp_path):
+    # The walk up for the torch requirement reads the folders above; only names that could declare it count.
+    project = _tree(tmp_path)
+    _warm(project, "train.py")
+    (tmp_path / "notes.txt").write_text("x\n")
+    (tmp_path / "scratch").mkdir()
+    assert _replayed(project, "train.py")[0]
 
 
 def test_files_changed_just_before_a_run_are_not_trusted(tmp_path):
@@ -122,7 +137,7 @@ def test_other_flags_and_other_folders_are_other_runs(tmp_path):
     assert not _replayed(project / "sub", "../train.py")[0]
 
 
-@pytest.mark.parametrize("flags", [["--fix"], ["--diff"], ["--no-cache"], ["--add-noqa"], ["-o", "out.txt"]])
+@pytest.mark.parametrize("flags", [["--fix"], ["--diff"], ["--no-cache"], ["--add-noqa"], ["-o", "out.txt"], ["-v"], ["--show-settings"]])
 def test_runs_that_write_or_skip_the_cache_are_never_replayed(tmp_path, flags):
     project = _tree(tmp_path)
     for _ in range(2):
