@@ -230,16 +230,25 @@ class _Reader:
         raw = self._bytes(file)
         if raw is None or not _mentions_torch(raw):
             return None
+        from opscan import _toml
+
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            return None
+        data = _toml.loads(text)  # plain files without tomllib's start-up; None: tomllib decides
+        if data is not None:
+            return data
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover
             import tomli as tomllib
         try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
             return None
-        return data
 
     def _bytes(self, file: Path) -> bytes | None:
         self.read.add(str(file))
