@@ -88,12 +88,18 @@ def main(argv: list[str] | None = None) -> int:
         if code is not None:
             return code
     only = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(only)
-    args = parser.parse_args(argv)
+    args = None
+    if only == "lint":  # plainly spelled flags are read without argparse (opscan.commands.lint.parse_fast)
+        from opscan.commands.lint import parse_fast
+
+        args = parse_fast(argv[1:])
+    if args is None:
+        parser = build_parser(only)
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help(sys.stderr)
+            return EXIT_ERROR
     args.lint_argv = argv[1:] if only == "lint" else None  # the run cache's key (opscan.lint.runcache)
-    if not getattr(args, "_run", None):
-        parser.print_help(sys.stderr)
-        return EXIT_ERROR
     try:
         return args._run(args)
     except KeyboardInterrupt:

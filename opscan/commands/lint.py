@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -10,42 +9,108 @@ from opscan.output import FORMATS
 
 LINT_FORMATS = ("text", "json", "sarif", "github")
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
 
 def _codes(value: str) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()]
 
 
+# Lint's options, for argparse (add_arguments) and for parse_fast, which reads their plain
+# spellings without it: argparse, with gettext and locale, costs lint ~3 ms of start-up.
+_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
+    (("--select",), {"type": _codes, "metavar": "CODES", "help": "comma-separated codes or prefixes to enable (default: ALL)"}),
+    (("--extend-select",), {"type": _codes, "metavar": "CODES", "help": "codes or prefixes to enable on top of the selection"}),
+    (("--ignore",), {"type": _codes, "metavar": "CODES", "help": "comma-separated codes or prefixes to disable"}),
+    (("--output-format",), {"choices": LINT_FORMATS, "default": "text", "help": "how to print findings (default: text)"}),
+    (("-o", "--output-file"), {"metavar": "FILE", "help": "write the report to FILE instead of stdout"}),
+    (("--statistics",), {"action": "store_true", "help": "print a count per rule instead of each finding"}),
+    (("--exit-zero",), {"action": "store_true", "help": "exit 0 even when there are findings"}),
+    (("--torch-version",), {
+        "metavar": "SPEC",
+        "help": "torch release or range to check against, e.g. 2.11 or '>=2.4,<2.7' (default: the project's "
+        "torch requirement, else the installed torch, else every release the rules know)",
+    }),
+    (("--config",), {"metavar": "FILE", "help": "pyproject.toml to read [tool.opscan] from (default: nearest)"}),
+    (("--no-cache",), {"action": "store_true", "help": "do not read or write the facts cache"}),
+    (("--force-exclude",), {"action": "store_true", "help": "apply exclusions to files named on the command line too (for pre-commit)"}),
+    (("--fix",), {"action": "store_true", "help": "apply safe fixes"}),
+    (("--unsafe-fixes",), {"action": "store_true", "help": "with --fix or --diff, also apply fixes that can change behaviour"}),
+    (("--diff",), {"action": "store_true", "help": "print the fixes as a unified diff and write nothing"}),
+    (("--show-fixes",), {"action": "store_true", "help": "list the fixes that were applied"}),
+    (("--exit-non-zero-on-fix",), {"action": "store_true", "help": "with --fix, exit 1 when files were changed, even if nothing remains"}),
+    (("-q", "--quiet"), {"action": "store_true", "help": "print findings only, no summary or notices"}),
+    (("-v", "--verbose"), {"action": "store_true", "help": "also say on stderr which torch releases each file targets and why, and which imports resolved nowhere"}),
+    (("--show-settings",), {"action": "store_true", "help": "print the settings the paths would be linted with, and exit without linting"}),
+    (("--add-noqa",), {"action": "store_true", "help": "add `# noqa: CODE` to each line with a finding, and change nothing else"}),
+    (("--stdin-filename",), {
+        "metavar": "PATH",
+        "help": "with `-` (or no path): lint stdin as if it were PATH (its config, per-file-ignores and imports); with --fix, print the fixed source",
+    }),
+)  # fmt: skip
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", help="files or folders to check (default: .); `-` reads one file from stdin")
-    p.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (default: ALL)")
-    p.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection")
-    p.add_argument("--ignore", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to disable")
-    p.add_argument("--output-format", choices=LINT_FORMATS, default="text", help="how to print findings (default: text)")
-    p.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
-    p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument(
-        "--torch-version", metavar="SPEC",
-        help="torch release or range to check against, e.g. 2.11 or '>=2.4,<2.7' (default: the project's "
-        "torch requirement, else the installed torch, else every release the rules know)",
-    )  # fmt: skip
-    p.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.opscan] from (default: nearest)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the facts cache")
-    p.add_argument("--force-exclude", action="store_true", help="apply exclusions to files named on the command line too (for pre-commit)")
-    p.add_argument("--fix", action="store_true", help="apply safe fixes")
-    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that can change behaviour")
-    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
-    p.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
-    p.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix, exit 1 when files were changed, even if nothing remains")
-    p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary or notices")
-    p.add_argument("-v", "--verbose", action="store_true", help="also say on stderr which torch releases each file targets and why, and which imports resolved nowhere")
-    p.add_argument("--show-settings", action="store_true", help="print the settings the paths would be linted with, and exit without linting")
-    p.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to each line with a finding, and change nothing else")
-    p.add_argument(
-        "--stdin-filename", metavar="PATH",
-        help="with `-` (or no path): lint stdin as if it were PATH (its config, per-file-ignores and imports); with --fix, print the fixed source",
-    )  # fmt: skip
+    for flags, options in _OPTIONS:
+        p.add_argument(*flags, **options)
 
+
+class Args:
+    """What argparse's Namespace holds for lint, built by parse_fast."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def parse_fast(argv: list[str]) -> Args | None:
+    """The flags argparse would give `opscan lint ARGV`, when they are spelled plainly; None otherwise.
+
+    Plainly: every flag whole (no abbreviation, no `-qv`, no `-oFILE`), a value
+    after its flag or after `=` (one that starts with `-` only if it is `-`),
+    the paths together in one run, no `--`. Anything else, and every error
+    (an unknown flag, a format not in the choices), is left to argparse, which
+    reads it or says what is wrong.
+    """
+    names = {flag: (flags, options) for flags, options in _OPTIONS for flag in flags}
+    values: dict = {"command": "lint", "paths": []}
+    for flags, options in _OPTIONS:
+        values[flags[-1].lstrip("-").replace("-", "_")] = False if options.get("action") == "store_true" else options.get("default")
+    paths_state = 0  # 0: none yet, 1: reading them, 2: done
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg[:1] != "-" or arg == "-":
+            if paths_state == 2:
+                return None
+            paths_state = 1
+            values["paths"].append(arg)
+            continue
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        found = names.get(name)
+        if found is None:
+            return None
+        flags, options = found
+        dest = flags[-1].lstrip("-").replace("-", "_")
+        if options.get("action") == "store_true":
+            if eq:
+                return None
+            values[dest] = True
+        else:
+            if not eq:
+                if i == len(argv) or (argv[i][:1] == "-" and argv[i] != "-"):
+                    return None
+                value = argv[i]
+                i += 1
+            if "choices" in options and value not in options["choices"]:
+                return None
+            values[dest] = options["type"](value) if "type" in options else value
+        if paths_state == 1:
+            paths_state = 2
+    return Args(**values, _run=run)
 
 def _progress():
     """A progress line on stderr, where a person watches it (a terminal); none in CI logs and pipes."""
