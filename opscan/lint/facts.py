@@ -116,8 +116,10 @@ class ModuleFacts(Plain):
 
 # ---------------------------------------------------------------- noqa
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_FILE_NOQA = re.compile(r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$", re.I)
+# Patterns, matched with re.I: compiled on first use (re caches them), not when lint starts,
+# which is the only cost they would have on the many files that hold no `# noqa` at all.
+NOQA_DIRECTIVE = r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
+_FILE_NOQA = r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$"
 
 
 def _codes(text: str | None) -> frozenset[str] | None:
@@ -133,7 +135,7 @@ def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], froze
     for number, text in enumerate(lines, 1):
         if "#" not in text:
             continue
-        m = _FILE_NOQA.match(text)
+        m = re.match(_FILE_NOQA, text, re.I)
         if m:
             codes = _codes(m.group("codes"))
             if codes is None or file_level is None:
@@ -141,7 +143,7 @@ def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], froze
             else:
                 file_level = codes | (file_level or frozenset())
             continue
-        m = _NOQA.search(text)
+        m = re.search(NOQA_DIRECTIVE, text, re.I)
         if m:
             per_line[number] = _codes(m.group("codes"))
     return per_line, file_level

@@ -61,7 +61,7 @@ def with_noqa(text: str, lines: dict[int, set[str]]) -> tuple[str, int, list[int
             skipped.append(number)
             continue
         codes = lines[number]
-        m = NOQA.search(body)
+        m = re.search(NOQA, body, re.I)
         comment = open_ended[number]
         if m is not None and (comment is None or m.start() < comment):
             skipped.append(number)  # `# noqa` inside a string: lint would read that one, not ours

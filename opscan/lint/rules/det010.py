@@ -40,6 +40,7 @@ import re
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.edit import Edit
+from opscan.lint.facts import NOQA_DIRECTIVE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,9 +48,8 @@ if TYPE_CHECKING:
 
 RULE = parse_doc(__doc__)
 
-# The same directive the facts pass reads (opscan.lint.facts._NOQA), with the span of its codes.
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_OURS = re.compile(r"DET[0-9]{3}\Z")
+# The same directive the facts pass reads, with the span of its codes; matched with re.I.
+NOQA = NOQA_DIRECTIVE
 
 
 def unused_in(text: str, used: set[str], enabled: set[str], known: set[str]) -> tuple[int, int, list[str], dict[str, list[str]]] | None:
@@ -58,14 +58,14 @@ def unused_in(text: str, used: set[str], enabled: set[str], known: set[str]) -> 
     `used`: the codes of this line that suppressed a finding; `enabled`: the codes
     enabled for the file; `known`: every lint code.
     """
-    m = NOQA.search(text)
+    m = re.search(NOQA, text, re.I)
     if m is None or not m.group("codes"):
         return None
     why: dict[str, list[str]] = {}
     drop = []
     for code in re.split(r"[\s,]+", m.group("codes").strip()):
         code = code.upper()
-        if not _OURS.match(code) or code in used or code == RULE.code or code in drop:
+        if not re.match(r"DET[0-9]{3}\Z", code) or code in used or code == RULE.code or code in drop:
             continue
         reason = "unknown" if code not in known else "non-enabled" if code not in enabled else "unused"
         why.setdefault(reason, []).append(code)
@@ -93,7 +93,7 @@ def finding(path: str, line: int, text: str, start: int, end: int, drop: list[st
 
 def without_codes(comment: str, drop: tuple[str, ...]) -> str:
     """A comment's text with `drop` taken out of its noqa directive; the directive goes when no code is left."""
-    m = NOQA.search(comment)
+    m = re.search(NOQA, comment, re.I)
     if m is None or not m.group("codes"):
         return comment
     codes = re.split(r"[\s,]+", m.group("codes").strip())
