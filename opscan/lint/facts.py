@@ -362,6 +362,10 @@ def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str]]:
     return {name: value for name, value in values.items() if counts.get(name) == 1}, set(counts)
 
 
+def _call_loc(call: ast.Call) -> Loc:
+    return Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
+
+
 class _FactsBuilder:
     def __init__(self, facts: ModuleFacts, package: str, calls: CallFilter | None = None):
         self.facts = facts
@@ -578,32 +582,34 @@ class _FactsBuilder:
                 q = scope.lookup(value.id)
                 if q and q.startswith(_THIS_DOT):
                     refs.append(q)
-        # Loc is immutable: the call's events share it.
-        loc = Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         args = None
+        loc = None  # made only for a call with an event (most are dropped); then its events share it
         if dropped is None:
             args = self.call_args(call, scope, constants=qualname in _ENV_WRITERS)
+            loc = _call_loc(call)
             out.append(Event(loc, Call(qualname, method, args, tuple(refs), self.no_grad_depth > 0)))
         elif dropped:
             self.dropped_libraries.add(dropped)
         if loader:
+            loc = loc or _call_loc(call)
             out.append(Event(loc, self._loader(call, scope, args or self.call_args(call))))
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
-            out.append(Event(loc, CudaWork(".cuda()")))
+            out.append(Event(loc or _call_loc(call), CudaWork(".cuda()")))
         elif method == "to":
             targets = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "device"]
             if any(self._device_is_cuda(t, scope) for t in targets):
-                out.append(Event(loc, CudaWork(".to(cuda)")))
+                out.append(Event(loc or _call_loc(call), CudaWork(".to(cuda)")))
         elif qualname and qualname.startswith("torch."):
             if qualname in ("torch.cuda.init", "torch.set_default_device") and (
                 qualname == "torch.cuda.init" or (call.args and self._device_is_cuda(call.args[0], scope))
             ):
-                out.append(Event(loc, CudaWork(qualname)))
+                out.append(Event(loc or _call_loc(call), CudaWork(qualname)))
             else:
                 for k in call.keywords:
                     if k.arg == "device" and self._device_is_cuda(k.value, scope):
+                        loc = loc or _call_loc(call)
                         out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
