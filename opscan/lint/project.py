@@ -104,7 +104,7 @@ class EntryTrace(Plain):
     """
 
     _fields = ("entry", "events", "reachable_calls", "truncated", "libraries")
-    __slots__ = ("entry", "effects", "truncated", "libraries", "_root", "_walker", "_events", "_reachable", "_uncalled")
+    __slots__ = ("entry", "effects", "truncated", "_root", "_walker", "_events", "_reachable", "_uncalled", "_libraries")
 
     def __init__(self, entry: Module, root: _Record | None = None, walker: _Walker | None = None):
         self.entry = entry
@@ -115,10 +115,8 @@ class EntryTrace(Plain):
         self.truncated = root is not None and root.count > MAX_EVENTS
         # The effects among the first MAX_EVENTS events, in order.
         self.effects: list[TraceEvent] = [e for pos, e in root.effects if pos < MAX_EVENTS] if root is not None else []
-        # The top-level package of each import that runs and finds no project file ("torch",
-        # "numpy", a project package the roots miss), with where it was first imported.
-        self.libraries: dict[str, tuple[str, Loc]] = {}
         self._uncalled: list[TraceEvent] | None = None if walker is not None else []
+        self._libraries: dict[str, tuple[str, Loc]] | None = None if walker is not None else {}
 
     @property
     def events(self) -> list[TraceEvent]:
@@ -135,6 +133,15 @@ class EntryTrace(Plain):
         if self._reachable is None:
             self._reachable = self._walker.reachable(self._root)
         return self._reachable
+
+    @property
+    def libraries(self) -> dict[str, tuple[str, Loc]]:
+        """The top-level package of each import that runs and finds no project file ("torch",
+        "numpy", a project package the roots miss), with where it was first imported."""
+        if self._libraries is None:
+            provides = self._walker.project._provides
+            self._libraries = {p: where for p, where in self._root.libs.items() if p and not provides(p)}
+        return self._libraries
 
     def uncalled(self) -> list[TraceEvent]:
         """The events of the entry module's functions and methods that its run never calls (other
@@ -406,9 +413,7 @@ class Project:
         search = (Path(entry.path).parent.resolve(), *self.roots)
         walker = _Walker(self, search, entry)
         root = walker.run(entry)
-        result = EntryTrace(entry, root, walker)
-        result.libraries = {p: where for p, where in root.libs.items() if not self._provides(p)}
-        return result
+        return EntryTrace(entry, root, walker)
 
 
 
