@@ -140,7 +140,7 @@ class EntryTrace(Plain):
         "numpy", a project package the roots miss), with where it was first imported."""
         if self._libraries is None:
             provides = self._walker.project._provides
-            self._libraries = {p: where for p, where in self._root.libs.items() if p and not provides(p)}
+            self._libraries = {p: where for p, where in _libs_of(self._root).items() if p and not provides(p)}
         return self._libraries
 
     def uncalled(self) -> list[TraceEvent]:
@@ -425,7 +425,7 @@ def _load_key(path: Path, name: str) -> tuple[str, str]:
 
 
 # The ops a _Record holds, in order.
-_EMIT, _ENTER, _LOAD, _CLASS = 0, 1, 2, 3
+_EMIT, _ENTER, _LOAD, _CLASS, _LIB = 0, 1, 2, 3, 4
 
 
 class _Record:
@@ -470,9 +470,9 @@ class _Record:
         self.start_loaded = start_loaded  # the modules loaded when it began: those loaded since are its own
         self.start_stack = start_stack  # the functions on the stack when it began: those above are its own
         self.classes: dict | None = None  # built when asked for
-        # The top-level package of each import that ran and found no project file, with where
-        # it first did, inside records too (the trace leaves out those the project provides).
-        self.libs: dict[str, tuple[str, Loc]] = {}
+        # The top-level package of each import that ran and found no project file, with where it
+        # first did, inside records too: built when asked for (see _libs_of).
+        self.libs: dict[str, tuple[str, Loc]] | None = None
 
 
 def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent], worker: bool = False) -> bool:
@@ -485,10 +485,28 @@ def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent],
                 return False
             ev = op[1]
             out.append(TraceEvent(ev.what, ev.path, ev.loc, prefix + ev.via, ev.api, worker) if prefix else ev)
-        elif kind != _CLASS and op[2].count:
+        elif (kind == _ENTER or kind == _LOAD) and op[2].count:
             if not _materialize(op[2], prefix + op[3], out, worker or op[4]):
                 return False
     return True
+
+
+def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:
+    """The packages a record's imports found no project file for, each with where it first ran
+    (in execution order, inside records too), kept on the record: records are shared."""
+    if rec.libs is None:
+        out: dict[str, tuple[str, Loc]] = {}
+        for op in rec.ops:
+            kind = op[0]
+            if kind == _LIB:
+                if op[1] not in out:
+                    out[op[1]] = op[2]
+            elif kind == _ENTER or kind == _LOAD:
+                for package, where in _libs_of(op[2]).items():
+                    if package not in out:
+                        out[package] = where
+        rec.libs = out
+    return rec.libs
 
 
 def _classes_of(rec: _Record) -> dict:
@@ -499,7 +517,7 @@ def _classes_of(rec: _Record) -> dict:
         for op in rec.ops:
             if op[0] == _CLASS:
                 out[op[1]] = op[2]
-            elif op[0] != _EMIT:
+            elif op[0] == _ENTER or op[0] == _LOAD:
                 out.update(_classes_of(op[2]))
         rec.classes = out
     return rec.classes
@@ -515,8 +533,8 @@ class _Program:
     __slots__ = ("ops", "heads", "search")
 
     def __init__(self, ops: list[tuple], heads: set[str], search: tuple[Path, ...] | None):
-        # (_EMIT, event) (_LOAD, ((Module, Frame) or (None, (package, (path, Loc))), ...))
-        # (_ENTER, key, Module, FunctionFacts, Frame, worker) (_CLASS, key, value)
+        # (_EMIT, event) (_LOAD, ((Module, Frame), ...)) (_ENTER, key, Module, FunctionFacts, Frame, worker)
+        # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
         self.ops = ops
         self.heads = heads
         self.search = search
@@ -578,8 +596,12 @@ class _Walker:
                     target = self.project.find_module(dotted, search)
                     if target is not None:
                         targets.append((target, Frame(path, ev.loc, target.name)))
-                    elif dotted.partition(".")[0]:
-                        targets.append((None, (dotted.partition(".")[0], (path, ev.loc))))
+                        continue
+                    if targets:  # the modules before it load first
+                        emit((_LOAD, tuple(targets)))
+                        targets = []
+                    if dotted.partition(".")[0]:
+                        emit((_LIB, dotted.partition(".")[0], (path, ev.loc)))
                 if targets:
                     emit((_LOAD, tuple(targets)))
                 continue
@@ -670,6 +692,9 @@ class _Walker:
                 self.enter(op)
             elif kind == _LOAD:
                 self.load(op[1])
+            elif kind == _LIB:  # kept where the import is not too deep to follow, as load() would
+                if not self._deep():
+                    out.append(op)
             else:
                 out.append(op)
 
@@ -690,10 +715,6 @@ class _Walker:
             return
         rec = self.rec
         for target, frame in targets:
-            if target is None:  # a library, or a project package the search misses
-                if frame[0] not in rec.libs:
-                    rec.libs[frame[0]] = frame[1]
-                continue
             bit = self.module_bit(target.path)
             if self.loaded & bit:
                 if rec.start_loaded & bit:
@@ -776,11 +797,6 @@ class _Walker:
         parent.need_stacked |= rec.need_stacked & parent.start_stack
         parent.need_free |= rec.need_free
         parent.added |= rec.added
-        if rec.libs:
-            libs = parent.libs
-            for package, where in rec.libs.items():
-                if package not in libs:
-                    libs[package] = where
         count = parent.count
         parent.effects += [
             (count + pos, TraceEvent(e.what, e.path, e.loc, child_via + e.via, e.api, worker or e.worker))
