@@ -29,6 +29,12 @@ class Plain:
     __hash__ = None  # mutable: like a dataclass with eq and no frozen
 
 
+def by_fields(self) -> tuple:
+    """A `__reduce__` for a class whose `__init__` takes its `_fields` in order: a third smaller
+    and faster to pickle than the default slot state (facts cross processes and sit in the cache)."""
+    return (self.__class__, tuple([getattr(self, n) for n in self._fields]))
+
+
 class Frozen(Plain):
     """Not enforced read-only (that would slow every construction), but treated as such: hashable."""
 

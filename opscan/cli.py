@@ -5,8 +5,6 @@ Exit codes, as in ruff: 0 clean, 1 findings, 2 usage, configuration or input err
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
 
@@ -42,24 +40,32 @@ def _terminal_width() -> int:
     return columns or 80
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
-        # argparse builds one of these per add_argument(); its default width imports shutil.
-        super().__init__(prog, indent_increment, max_help_position, width if width is not None else _terminal_width() - 2)
+def _parser_class():
+    """argparse, and the parser class built on it: imported only once a run is not a replay (runcache)."""
+    import argparse
+
+    class _HelpFormatter(argparse.HelpFormatter):
+        def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+            # argparse builds one of these per add_argument(); its default width imports shutil.
+            super().__init__(prog, indent_increment, max_help_position, width if width is not None else _terminal_width() - 2)
+
+    class _Parser(argparse.ArgumentParser):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("formatter_class", _HelpFormatter)
+            super().__init__(*args, **kwargs)
+
+        def error(self, message):  # argparse exits 2 already; keep its message short and clear
+            self.print_usage(sys.stderr)
+            self.exit(EXIT_ERROR, f"opscan: error: {message}\n")
+
+    return _Parser
 
 
-class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", _HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message):  # argparse exits 2 already; keep its message short and clear
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"opscan: error: {message}\n")
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None):
     """The parser; with `only`, import just that subcommand's module (lint start-up stays small)."""
+    import importlib
+
+    _Parser = _parser_class()
     parser = _Parser(prog="opscan", description="Find why a seeded PyTorch run is not reproducible.")
     parser.add_argument("--version", action="version", version=f"opscan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -74,12 +80,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["lint"]:
+        # A rerun over an unchanged tree: print what the last one printed (opscan.lint.runcache).
+        from opscan.lint import runcache
+
+        code = runcache.replay(argv[1:])
+        if code is not None:
+            return code
     only = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(only)
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help(sys.stderr)
-        return EXIT_ERROR
+    args = None
+    if only == "lint":  # plainly spelled flags are read without argparse (opscan.commands.lint.parse_fast)
+        from opscan.commands.lint import parse_fast
+
+        args = parse_fast(argv[1:])
+    if args is None:
+        parser = build_parser(only)
+        args = parser.parse_args(argv)
+        if not getattr(args, "_run", None):
+            parser.print_help(sys.stderr)
+            return EXIT_ERROR
+    args.lint_argv = argv[1:] if only == "lint" else None  # the run cache's key (opscan.lint.runcache)
     try:
         return args._run(args)
     except KeyboardInterrupt:

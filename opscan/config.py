@@ -78,11 +78,15 @@ def resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+class _DefaultSelect(list):
+    """The selection nobody chose: every rule but the opt-in ones (DET010, like ruff's RUF100)."""
+
+
 class Config:
     """The settings lint runs with: defaults, then `[tool.opscan]`, then flags."""
 
     def __init__(self, *, root: Path | None = None, source: Path | None = None):
-        self.select: list[str] = ["ALL"]
+        self.select: list[str] = _DefaultSelect(["ALL"])
         self.extend_select: list[str] = []
         self.ignore: list[str] = []
         self.per_file_ignores: dict[str, list[str]] = {}
@@ -106,10 +110,14 @@ class Config:
         extra = self.roots if self.roots_configured else [self.root / "src"]
         return list(dict.fromkeys([self.root, *extra]))
 
-    def enabled_codes(self, universe: list[str]) -> set[str]:
+    def enabled_codes(self, universe: list[str], opt_in: frozenset[str] = frozenset()) -> set[str]:
+        """The codes selected; `opt_in` codes only when a selection names them (the default leaves them out)."""
         from opscan.codes import expand_selectors
 
-        chosen = expand_selectors(self.select, universe) | expand_selectors(self.extend_select, universe)
+        extended = expand_selectors(self.extend_select, universe)
+        chosen = expand_selectors(self.select, universe) | extended
+        if isinstance(self.select, _DefaultSelect):
+            chosen -= opt_in - extended
         return chosen - expand_selectors(self.ignore, universe)
 
     def validate(self, universe: list[str]) -> None:
@@ -173,8 +181,8 @@ class Config:
         return out
 
 
-def find_pyproject(paths: list[str]) -> Path | None:
-    """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
+def pyproject_folders(paths: list[str]) -> list[Path]:
+    """Where find_pyproject looks, nearest first: the paths' common folder and each one above it."""
     starts = [resolve(Path(p)) for p in paths] or [Path.cwd()]
     try:
         common = Path(os.path.commonpath([str(p) for p in starts]))
@@ -182,7 +190,12 @@ def find_pyproject(paths: list[str]) -> Path | None:
         common = Path.cwd()
     if common.is_file() or not common.exists():
         common = common.parent
-    for folder in [common, *common.parents]:
+    return [common, *common.parents]
+
+
+def find_pyproject(paths: list[str]) -> Path | None:
+    """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
+    for folder in pyproject_folders(paths):
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             if not _may_configure_opscan(candidate):
@@ -208,14 +221,21 @@ def _may_configure_opscan(path: Path) -> bool:
 
 
 def _read_toml(path: Path) -> dict:
+    from opscan import _toml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    data = _toml.loads(text)  # plain files without tomllib's start-up; None: tomllib decides
+    if data is not None:
+        return data
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from None
 

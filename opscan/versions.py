@@ -21,8 +21,20 @@ def parse_version(text: str) -> tuple[int, ...]:
     return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts
 
 
+# (version, spec) -> the answer: lint asks the same few questions for every call an op rule names.
+_IN_RANGE: dict[tuple, bool] = {}
+
+
 def version_in_range(version: str | tuple[int, ...], spec: str) -> bool:
     """True if `version` satisfies every comma-separated clause of `spec` (e.g. ">=2.1,<2.13")."""
+    key = (version, spec)
+    found = _IN_RANGE.get(key)
+    if found is None:
+        found = _IN_RANGE[key] = _in_range(version, spec)
+    return found
+
+
+def _in_range(version: str | tuple[int, ...], spec: str) -> bool:
     v = parse_version(version) if isinstance(version, str) else version
     for clause in filter(None, (c.strip() for c in spec.split(","))):
         m = _CLAUSE.match(clause)

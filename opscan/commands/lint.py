@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -10,36 +9,120 @@ from opscan.output import FORMATS
 
 LINT_FORMATS = ("text", "json", "sarif", "github")
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
 
 def _codes(value: str) -> list[str]:
     return [c.strip() for c in value.split(",") if c.strip()]
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", default=["."], help="files or folders to check (default: .)")
-    p.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (default: ALL)")
-    p.add_argument("--extend-select", type=_codes, metavar="CODES", help="codes or prefixes to enable on top of the selection")
-    p.add_argument("--ignore", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to disable")
-    p.add_argument("--output-format", choices=LINT_FORMATS, default="text", help="how to print findings (default: text)")
-    p.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of stdout")
-    p.add_argument("--statistics", action="store_true", help="print a count per rule instead of each finding")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument(
-        "--torch-version", metavar="SPEC",
-        help="torch release or range to check against, e.g. 2.11 or '>=2.4,<2.7' (default: the project's "
+# Lint's options, for argparse (add_arguments) and for parse_fast, which reads their plain
+# spellings without it: argparse, with gettext and locale, costs lint ~3 ms of start-up.
+_OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
+    (("--select",), {"type": _codes, "metavar": "CODES", "help": "comma-separated codes or prefixes to enable (default: ALL)"}),
+    (("--extend-select",), {"type": _codes, "metavar": "CODES", "help": "codes or prefixes to enable on top of the selection"}),
+    (("--ignore",), {"type": _codes, "metavar": "CODES", "help": "comma-separated codes or prefixes to disable"}),
+    (("--output-format",), {"choices": LINT_FORMATS, "default": "text", "help": "how to print findings (default: text)"}),
+    (("-o", "--output-file"), {"metavar": "FILE", "help": "write the report to FILE instead of stdout"}),
+    (("--statistics",), {"action": "store_true", "help": "print a count per rule instead of each finding"}),
+    (("--exit-zero",), {"action": "store_true", "help": "exit 0 even when there are findings"}),
+    (("--torch-version",), {
+        "metavar": "SPEC",
+        "help": "torch release or range to check against, e.g. 2.11 or '>=2.4,<2.7' (default: the project's "
         "torch requirement, else the installed torch, else every release the rules know)",
-    )  # fmt: skip
-    p.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.opscan] from (default: nearest)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the facts cache")
-    p.add_argument("--force-exclude", action="store_true", help="apply exclusions to files named on the command line too (for pre-commit)")
-    p.add_argument("--fix", action="store_true", help="apply safe fixes")
-    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix or --diff, also apply fixes that can change behaviour")
-    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
-    p.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
-    p.add_argument("--exit-non-zero-on-fix", action="store_true", help="with --fix, exit 1 when files were changed, even if nothing remains")
-    p.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary or notices")
-    p.add_argument("-v", "--verbose", action="store_true", help="also say on stderr which torch releases each file targets and why, and which imports resolved nowhere")
-    p.add_argument("--show-settings", action="store_true", help="print the settings the paths would be linted with, and exit without linting")
+    }),
+    (("--config",), {"metavar": "FILE", "help": "pyproject.toml to read [tool.opscan] from (default: nearest)"}),
+    (("--no-cache",), {"action": "store_true", "help": "do not read or write the facts cache"}),
+    (("--force-exclude",), {"action": "store_true", "help": "apply exclusions to files named on the command line too (for pre-commit)"}),
+    (("--fix",), {"action": "store_true", "help": "apply safe fixes"}),
+    (("--unsafe-fixes",), {"action": "store_true", "help": "with --fix or --diff, also apply fixes that can change behaviour"}),
+    (("--diff",), {"action": "store_true", "help": "print the fixes as a unified diff and write nothing"}),
+    (("--show-fixes",), {"action": "store_true", "help": "list the fixes that were applied"}),
+    (("--exit-non-zero-on-fix",), {"action": "store_true", "help": "with --fix, exit 1 when files were changed, even if nothing remains"}),
+    (("-q", "--quiet"), {"action": "store_true", "help": "print findings only, no summary or notices"}),
+    (("-v", "--verbose"), {"action": "store_true", "help": "also say on stderr which torch releases each file targets and why, and which imports resolved nowhere"}),
+    (("--show-settings",), {"action": "store_true", "help": "print the settings the paths would be linted with, and exit without linting"}),
+    (("--add-noqa",), {"action": "store_true", "help": "add `# noqa: CODE` to each line with a finding, and change nothing else"}),
+    (("--stdin-filename",), {
+        "metavar": "PATH",
+        "help": "with `-` (or no path): lint stdin as if it were PATH (its config, per-file-ignores and imports); with --fix, print the fixed source",
+    }),
+)  # fmt: skip
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", help="files or folders to check (default: .); `-` reads one file from stdin")
+    for flags, options in _OPTIONS:
+        p.add_argument(*flags, **options)
+
+
+class Args:
+    """What argparse's Namespace holds for lint, built by parse_fast."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def parse_fast(argv: list[str]) -> Args | None:
+    """The flags argparse would give `opscan lint ARGV`, when they are spelled plainly; None otherwise.
+
+    Plainly: every flag whole (no abbreviation, no `-qv`, no `-oFILE`), a value
+    after its flag or after `=` (one that starts with `-` only if it is `-`),
+    the paths together in one run, no `--`. Anything else, and every error
+    (an unknown flag, a format not in the choices), is left to argparse, which
+    reads it or says what is wrong.
+    """
+    names = {flag: (flags, options) for flags, options in _OPTIONS for flag in flags}
+    values: dict = {"command": "lint", "paths": []}
+    for flags, options in _OPTIONS:
+        values[flags[-1].lstrip("-").replace("-", "_")] = False if options.get("action") == "store_true" else options.get("default")
+    paths_state = 0  # 0: none yet, 1: reading them, 2: done
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg[:1] != "-" or arg == "-":
+            if paths_state == 2:
+                return None
+            paths_state = 1
+            values["paths"].append(arg)
+            continue
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        found = names.get(name)
+        if found is None:
+            return None
+        flags, options = found
+        dest = flags[-1].lstrip("-").replace("-", "_")
+        if options.get("action") == "store_true":
+            if eq:
+                return None
+            values[dest] = True
+        else:
+            if not eq:
+                if i == len(argv) or (argv[i][:1] == "-" and argv[i] != "-"):
+                    return None
+                value = argv[i]
+                i += 1
+            if "choices" in options and value not in options["choices"]:
+                return None
+            values[dest] = options["type"](value) if "type" in options else value
+        if paths_state == 1:
+            paths_state = 2
+    return Args(**values, _run=run)
+
+def _progress():
+    """A progress line on stderr, where a person watches it (a terminal); none in CI logs and pipes."""
+    try:
+        interactive = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive or os.environ.get("TERM") == "dumb":
+        return None
+    from opscan.lint.engine import Progress
+
+    return Progress(sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,10 +135,41 @@ def run(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        return _run(args)
+        if args.no_cache or not _replayable(args):
+            return _run(args)
+        return _run_recorded(args)
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def _replayable(args) -> bool:
+    from opscan.lint import runcache
+
+    argv = getattr(args, "lint_argv", None)
+    return argv is not None and runcache.eligible(argv) and not args.add_noqa
+
+
+def _run_recorded(args) -> int:
+    """_run, keeping what it prints and what it read, for `opscan.lint.runcache.replay` next time."""
+    import time
+
+    from opscan.lint import runcache
+
+    started = time.time_ns()
+    out, err = runcache.Tee(sys.stdout), runcache.Tee(sys.stderr)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    deps: set[str] = set()
+    args.deps = deps
+    try:
+        code = _run(args)
+    finally:
+        sys.stdout, sys.stderr = saved
+    folder = getattr(args, "cache_folder", None)
+    if folder is not None and not getattr(args, "progress_shown", False):
+        runcache.save(folder, args.lint_argv, os.getcwd(), started, deps, out.bytes(), err.bytes(), code)
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -64,6 +178,32 @@ def _run(args: argparse.Namespace) -> int:
     from opscan.lint.rules import RULES, lint_codes
     from opscan.rules import RulesError
 
+    # As ruff: `-`, or --stdin-filename with no path, reads the one file from stdin.
+    from_stdin = args.paths == ["-"] or (not args.paths and args.stdin_filename is not None)
+    if not args.paths:
+        args.paths = ["."]
+    if "-" in args.paths and not from_stdin:
+        print("opscan: error: `-` (stdin) cannot be linted together with other paths", file=sys.stderr)
+        return 2
+    if from_stdin and args.add_noqa:
+        print("opscan: error: --add-noqa edits files; it cannot take stdin", file=sys.stderr)
+        return 2
+    if args.add_noqa and (args.fix or args.diff):
+        print("opscan: error: --add-noqa cannot be combined with --fix or --diff", file=sys.stderr)
+        return 2
+    stdin_path = None
+    if from_stdin:
+        # Linted as if at --stdin-filename (or as `-` in this folder): its config, ignores and imports.
+        stdin_path = args.stdin_filename or "-"
+        args.paths = [stdin_path] if args.stdin_filename else ["."]
+
+    deps = getattr(args, "deps", None)  # what the result depends on, for the run cache
+    if deps is not None:
+        folders = config_mod.pyproject_folders(args.paths)
+        for folder in folders:  # present or not: one that appears may configure the run
+            deps.add(str(folder / "pyproject.toml"))
+        if args.config:
+            deps.add(os.path.abspath(args.config))
     try:
         cfg = config_mod.load(args.paths, args.config)
         if args.select is not None:
@@ -86,8 +226,8 @@ def _run(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
 
     # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
-    missing = [p for p in args.paths if not os.path.lexists(p)]
-    paths = [p for p in args.paths if p not in missing]
+    missing = [] if from_stdin else [p for p in args.paths if not os.path.lexists(p)]
+    paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in missing]
     from opscan.findings import Problem, Report
 
     if args.show_settings:
@@ -95,13 +235,27 @@ def _run(args: argparse.Namespace) -> int:
 
     unresolved: dict | None = {} if args.verbose else None
 
+    stdin_sources: dict[str, bytes] = {}
+    if from_stdin:
+        stdin_sources[os.path.realpath(stdin_path)] = sys.stdin.buffer.read()
+
     def lint(overlay: dict[str, bytes] | None = None):
         if not paths:
             return Report("lint")
-        return engine.run(
-            paths, cfg, targets=targets, use_cache=not args.no_cache,
-            force_exclude=args.force_exclude, overlay=overlay, unresolved=unresolved,
-        )  # fmt: skip
+        progress = _progress()
+        try:
+            return engine.run(
+                paths, cfg, targets=targets, use_cache=not args.no_cache,
+                force_exclude=args.force_exclude, overlay={**stdin_sources, **(overlay or {})} or None,
+                unresolved=unresolved, progress=progress, stdin=stdin_path, deps=deps,
+            )  # fmt: skip
+        finally:
+            if progress is not None and progress.drawn_at:
+                args.progress_shown = True
+
+    if deps is not None:
+        override = os.environ.get("OPSCAN_CACHE_DIR")
+        args.cache_folder = override or str(cfg.root / ".opscan_cache")
 
     try:
         report = lint()
@@ -112,11 +266,15 @@ def _run(args: argparse.Namespace) -> int:
         for line in [f"targets torch {line}" for line in _torch_lines(targets)] + _unresolved_lines(cfg, unresolved or {}):
             print(f"opscan: {line}", file=sys.stderr)
 
+    if args.add_noqa:
+        return _add_noqa(report, missing, args.quiet)
     modified = False
     if args.fix or args.diff:
         from opscan.lint import fix as fixer
 
-        outcome = fixer.apply(report, unsafe=args.unsafe_fixes, write=args.fix and not args.diff, relint=lint)
+        outcome = fixer.apply(
+            report, unsafe=args.unsafe_fixes, write=args.fix and not args.diff, relint=lint, sources=stdin_sources,
+        )  # fmt: skip
         if args.diff:
             # stdout is the patch alone (`opscan lint --diff | git apply` works); the rest goes to stderr.
             for notice in outcome.notices:
@@ -132,6 +290,8 @@ def _run(args: argparse.Namespace) -> int:
                 print(outcome.diff_summary(), file=sys.stderr)
             return 1 if outcome.diff else 0
         modified = bool(outcome.fixed)
+        if from_stdin:  # as ruff: the fixed source on stdout, what remains on stderr
+            return _fixed_stdin(args, outcome, stdin_sources, lint if modified else None, report)
         if modified:
             # Lint again: what remains is what the exit code and output report.
             remaining = lint()
@@ -185,7 +345,7 @@ def _run(args: argparse.Namespace) -> int:
 def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argparse.Namespace) -> int:
     """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing."""
     from opscan.lint import engine
-    from opscan.lint.rules import lint_codes
+    from opscan.lint.rules import OPT_IN, lint_codes
 
     files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
     for path in files:
@@ -209,7 +369,7 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
         ("per-file-ignores", listed(f"{glob} = {', '.join(codes)}" for glob, codes in cfg.per_file_ignores.items())),
         ("exclude", listed(cfg.exclude)),
         ("extend-exclude", listed(cfg.extend_exclude)),
-        ("rules", listed(sorted(cfg.enabled_codes(lint_codes())))),
+        ("rules", listed(sorted(cfg.enabled_codes(lint_codes(), OPT_IN)))),
         ("files", str(len(files))),
     ]
     width = max(len(name) for name, _ in rows) + 2
@@ -291,6 +451,51 @@ def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
             continue
         pending += [(child, level + 1) for child in children]
     return None
+
+
+def _add_noqa(report, missing: list[str], quiet: bool) -> int:
+    from opscan.lint.noqa import add_noqa
+
+    if report.errors or missing:
+        for problem in report.errors:
+            print(f"opscan: error: {problem.message}", file=sys.stderr)
+        for p in missing:
+            print(f"opscan: error: no such file or directory: {p}", file=sys.stderr)
+    added, notices = add_noqa(report)
+    for notice in report.notices + notices:
+        if notice.startswith("warning:"):
+            print(notice, file=sys.stderr)
+    if added and not quiet:
+        print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
+    return 2 if report.errors or missing else 0
+
+
+def _fixed_stdin(args, outcome, sources: dict[str, bytes], relint, report) -> int:
+    """`opscan lint - --fix`: stdout gets the source, fixed; stderr the findings that remain."""
+    from opscan.output import render
+
+    (key, original), = sources.items()
+    fixed = outcome.sources.get(key, original)
+    if relint is not None:
+        report = relint({key: fixed})
+    try:
+        sys.stdout.buffer.write(fixed)
+        sys.stdout.flush()
+    except OSError as exc:
+        print(f"opscan: error: cannot write the fixed source: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    for notice in outcome.notices:
+        print(notice, file=sys.stderr)
+    if not args.quiet:
+        report.notices = [n for n in report.notices if not n.startswith("warning:")]
+        if outcome.count:
+            report.notices.append(f"Fixed {outcome.count} error{'s' if outcome.count != 1 else ''}.")
+        sys.stderr.write(render(report, "text", statistics=args.statistics))
+    if args.exit_zero:
+        return 0
+    if report.findings:
+        return 1
+    return 1 if outcome.fixed and args.exit_non_zero_on_fix else 0
 
 
 assert set(LINT_FORMATS) <= set(FORMATS)

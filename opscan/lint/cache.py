@@ -64,8 +64,13 @@ class FactsCache:
         try:
             if not self.wrote:
                 self._create_folder()
-            with open(temp, "wb") as fh:
-                pickle.dump(facts, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            # Not the source lines: the cache would hold the tree's text again. A finding reads the lines it quotes.
+            lines, facts.lines = facts.lines, None
+            try:
+                with open(temp, "wb") as fh:
+                    pickle.dump(facts, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            finally:
+                facts.lines = lines
             os.replace(temp, target)
             self.wrote = True
         except OSError:

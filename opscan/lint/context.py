@@ -8,7 +8,7 @@ from functools import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import CudaWork, Determinism, EnvRead, EnvWrite, Import, Seed
+from opscan.lint.model import Call, CudaWork, Determinism, EnvRead, EnvWrite, Import, Seed
 from opscan.lint.project import EntryTrace, TraceEvent
 
 TYPE_CHECKING = False
@@ -44,7 +44,7 @@ class Context:
 
     def of(self, what: type) -> list[TraceEvent]:
         """The events, in execution order, of one class of effect (or Call)."""
-        return [e for e in self.trace.events if e.what.__class__ is what]
+        return [e for e in (self.trace.events if what is Call else self.trace.effects) if e.what.__class__ is what]
 
     @cached_property
     def seeds(self) -> list[TraceEvent]:
@@ -108,7 +108,7 @@ class Context:
         index = self._positions.get(id(event))
         if index is None:
             return None
-        for later in self.trace.events[index + 1 :]:
+        for later in self.trace.effects[index + 1 :]:  # CudaWork and what clears are effects, never calls
             what = later.what
             if what.__class__ is CudaWork:
                 return None
@@ -118,7 +118,7 @@ class Context:
 
     @cached_property
     def _positions(self) -> dict[int, int]:
-        return {id(e): i for i, e in enumerate(self.trace.events)}
+        return {id(e): i for i, e in enumerate(self.trace.effects)}
 
     @cached_property
     def uses_torch(self) -> bool:

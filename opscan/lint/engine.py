@@ -32,8 +32,11 @@ if TYPE_CHECKING:
 MAX_FILE_BYTES = 50 * 1024 * 1024  # larger files are skipped with a message
 
 
-def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tuple[list[Path], list[str]]:
-    """Python files under the given paths, each once, in a stable order; plus notices for what was skipped."""
+def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: set[str] | None = None) -> tuple[list[Path], list[str]]:
+    """Python files under the given paths, each once, in a stable order; plus notices for what was skipped.
+
+    `deps`, if given, gets every path and folder walked (see opscan.lint.runcache).
+    """
     files: list[Path] = []
     notices: list[str] = []
     seen: set[str] = set()
@@ -54,11 +57,15 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False) -> tupl
 
     for raw in paths:
         path = Path(raw)
+        if deps is not None:
+            deps.add(os.path.abspath(raw))
         if not os.path.lexists(path):
             notices.append(f"warning: skipped {raw}: no such file or directory")
             continue
         if path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path, onerror=unreadable_folder, followlinks=False):
+                if deps is not None:
+                    deps.add(os.path.abspath(dirpath))
                 base = Path(dirpath)
                 dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d))
                 for name in sorted(filenames):
@@ -110,8 +117,11 @@ class _FactsLoader:
         except OSError as exc:
             return ModuleFacts(path=path, error=f"cannot read file: {exc.strerror or exc}")
 
-    def __call__(self, path: str, package: str, keep_all: bool = False) -> ModuleFacts:
+    def __call__(self, path: str, package: str, keep_all: bool = False, provided: frozenset[str] = frozenset()) -> ModuleFacts:
+        """`provided`: libraries the project provides itself, whose calls are kept."""
         calls = None if keep_all else self.calls
+        if calls is not None and provided:
+            calls = calls.without(provided)
         if path in self.overlay:
             return extract(path, self.overlay[path], package, calls)
         data = self._read(path)
@@ -133,16 +143,23 @@ class _EntryLinter:
     """Lints entry files one by one through one Project, and filters their findings."""
 
     def __init__(self, cfg: Config, torch: dict[Path, TorchRange], files: list[Path], cache, overlay, calls: CallFilter):
-        from opscan.lint.rules import lint_codes
+        from opscan.lint.rules import OPT_IN, lint_codes
 
         self.cfg = cfg
         self.cache = cache
         self.torch = torch  # each file's targeted torch releases
         self.universe = lint_codes()
-        self.enabled = cfg.enabled_codes(self.universe)
+        self.enabled = cfg.enabled_codes(self.universe, OPT_IN)
         self.project = Project(_FactsLoader(cache, overlay, calls), cfg.import_roots(), entry_dirs=[f.parent for f in files])
         self._ignored: dict[str, set[str]] = {}
         self.unresolved: dict[str, tuple[str, Loc]] | None = None  # set to a dict to collect, per entry, imports found nowhere
+        self.progress: Progress | None = None
+        self.noqa_used: set[tuple[str, int, str]] = set()  # (path, line, code) a line's `# noqa` suppressed
+        self.child_deps: set[str] = set()  # what worker processes read (see deps)
+
+    def deps(self) -> set[str]:
+        """The files read and the folders looked in, here and in worker processes."""
+        return self.project.looked_at | set(self.project._any_facts) | self.child_deps
 
     def lint(self, path: Path) -> list[Finding]:
         """The findings of running `path` as a script that survive selection and noqa, in report form."""
@@ -164,17 +181,55 @@ class _EntryLinter:
         return [self._final(f) for f in raw if self._kept(f)]
 
     def _kept(self, f: Finding) -> bool:
-        if f.code not in self.enabled:
+        if f.code not in self.enabled or f.code in self._ignored_in(f.path):
             return False
-        ignored = self._ignored.get(f.path)
+        facts = self.project.facts_of(f.path)
+        if not _suppressed(f, facts):
+            return True
+        if facts.file_noqa is False or (facts.file_noqa and f.code not in facts.file_noqa):
+            self.noqa_used.add((f.path, f.line, f.code))  # the line's comment did it (DET010 asks)
+        return False
+
+    def _ignored_in(self, path: str) -> set[str]:
+        ignored = self._ignored.get(path)
         if ignored is None:
             from opscan.codes import expand_selectors
 
-            ignored = self._ignored[f.path] = expand_selectors(self.cfg.ignored_for(Path(f.path)), self.universe)
-        return f.code not in ignored and not _suppressed(f, self.project.facts_of(f.path))
+            ignored = self._ignored[path] = expand_selectors(self.cfg.ignored_for(Path(path)), self.universe)
+        return ignored
+
+    def unused_noqa(self, files: list[Path]) -> list[Finding]:
+        """DET010: the `# noqa: DET...` codes of the files linted that no finding of this run needed."""
+        from opscan.lint.rules import det010
+
+        known = set(self.universe)
+        out = []
+        for path in files:
+            facts = self.project.facts_of(str(Path(path).resolve()))
+            if facts is None or facts.error or not any(facts.noqa.values()):
+                continue
+            key = facts.path if facts.path and os.path.isabs(facts.path) else str(Path(path).resolve())
+            enabled = self.enabled - self._ignored_in(key)
+            lines = None
+            for line, codes in sorted(facts.noqa.items()):
+                if not codes:
+                    continue  # a bare `# noqa` may serve another linter
+                used = {c for c in codes if (key, line, c) in self.noqa_used}
+                if lines is None:
+                    lines = facts.lines if facts.lines is not None else _source_lines(key)
+                text = lines[line - 1] if 0 < line <= len(lines) else ""
+                found = det010.unused_in(text, used, enabled, known)
+                if found is None:
+                    continue
+                start, end, drop, why = found
+                start, end = len(text[:start].encode()), len(text[:end].encode())  # columns count UTF-8 bytes, as ast's
+                out.append(det010.finding(key, line, text, start, end, drop, why))
+        return [self._final(f) for f in out if self._kept(f)]
 
     def _final(self, f: Finding) -> Finding:
         facts = self.project.facts_of(f.path)
+        if facts is not None and facts.lines is None:  # facts from the cache or another process: not kept
+            facts.lines = _source_lines(f.path)
         line_text = facts.lines[f.line - 1].strip() if facts and 0 < f.line <= len(facts.lines) else ""
         return f.replace(path=display_path(f.path), line_text=line_text, source_path=f.path)
 
@@ -182,9 +237,91 @@ class _EntryLinter:
 def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
     """linter.lint() over the files, shared between this process and forked children; None without fork.
 
-    Each child lints every `workers`-th file with its own copy of the project and
-    sends back only the findings (the cache, if any, it fills itself). A child
-    that fails is not an error: its share is linted here instead.
+    In a tree of packages, first every core reads its share of the files into
+    facts, and this process receives them all: an entry's trace follows its
+    imports into the other files, and without this each process would read
+    nearly the whole tree itself (on torch's source, every file imports most of
+    it). Scripts that share a helper or two do not need it, and handing facts
+    over costs a fifth of reading them. Then each core lints its share with a
+    copy of the project, and sends back only the findings (the cache, if any,
+    each fills itself). A child that fails is not an error: its share is done
+    here instead.
+    """
+    project, progress = linter.project, linter.progress
+    if not _mostly_packages(files):
+        return _lint_shares(linter, files, workers)
+
+    def read(share: list[int], tick) -> list:
+        for i in share:
+            project.entry_module(files[i])
+            tick()
+        facts = list(project._facts.items())  # a child's own: it was forked before any were read
+        for _, f in facts:
+            f.lines = None  # read again from the file for the few lines a finding quotes
+        return facts
+
+    def read_here(share: list[int], tick) -> None:
+        for i in share:
+            project.entry_module(files[i])
+            tick()
+
+    if progress is not None:
+        progress.phase("Reading", len(files))
+    read_shares = _in_processes(len(files), workers, read, read_here, progress, linter)
+    if read_shares is None:
+        return None
+    for _, facts in read_shares:
+        if facts is not None:
+            project.adopt(facts)
+
+    return _lint_shares(linter, files, workers)
+
+
+def _mostly_packages(files: list[Path]) -> bool:
+    """Whether most files sit in packages (a folder with `__init__.py`), where modules import one another."""
+    in_package: dict[str, bool] = {}
+    count = 0
+    for path in files:
+        folder = os.path.dirname(os.path.abspath(path))
+        found = in_package.get(folder)
+        if found is None:
+            found = in_package[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+        count += found
+    return count * 2 > len(files)
+
+
+def _lint_shares(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
+    progress = linter.progress
+
+    def lint(share: list[int], tick) -> list[list[Finding]]:
+        found = []
+        for i in share:
+            found.append(linter.lint(files[i]))
+            tick()
+        return found
+
+    if progress is not None:
+        progress.phase("Linting", len(files))
+    results: list[list[Finding] | None] = [None] * len(files)
+    done = _in_processes(len(files), workers, lint, lint, progress, linter)
+    if done is None:
+        return None
+    for share, found in done:
+        for i, one in zip(share, found):
+            results[i] = one
+    return results  # type: ignore[return-value]
+
+
+def _in_processes(n: int, workers: int, work, work_here, progress: Progress | None, linter: _EntryLinter) -> list | None:
+    """[(indices, payload)]: work(indices, tick) over range(n), shared between this process and forked children.
+
+    The items are dealt in small batches from a pipe that every process draws
+    from, so a process that meets the costly files (the first to walk a package's
+    imports) does not hold the others up. This process runs work_here on what it
+    draws (its payload is None when work_here returns None); each child sends back
+    its payload, pickled, with the items it drew, and one byte per item done on a
+    shared pipe for the progress line. What a failed child drew is done here.
+    None without fork.
     """
     if not hasattr(os, "fork"):  # Windows: spawning would re-import everything
         return None
@@ -193,58 +330,212 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
         return None
     import pickle
 
-    shares: list[list[int]] = [list(range(i, len(files), workers)) for i in range(workers)]
-    children: list[tuple[int, int, list[int]]] = []
-    for share in shares[1:]:
+    draw = _dealer(n, workers)
+    ticks_read = ticks_write = None
+    if progress is not None:
+        try:
+            ticks_read, ticks_write = os.pipe()
+            os.set_blocking(ticks_read, False)
+        except OSError:
+            ticks_read = ticks_write = None
+    children: list[tuple[int, int]] = []
+    for w in range(1, workers):
         try:
             read_end, write_end = os.pipe()
-        except OSError:  # out of descriptors: what is not shared out is linted here
-            shares[0] += share
-            continue
+        except OSError:  # out of descriptors: what is not drawn by a child is done here
+            break
         try:
             pid = os.fork()
         except OSError:  # out of processes: likewise
             os.close(read_end)
             os.close(write_end)
-            shares[0] += share
-            continue
+            break
         if pid == 0:  # the child: never returns into the caller
             status = 1
             try:
                 os.close(read_end)
-                found = [linter.lint(files[i]) for i in share]
+                if ticks_read is not None:
+                    os.close(ticks_read)
+                tick = (lambda: os.write(ticks_write, b".")) if ticks_write is not None else _no_tick
+                taken: list[int] = []
+                payload = work(draw(w, taken), tick)
                 used = linter.cache.used if linter.cache is not None else set()
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(pickle.dumps((found, used), protocol=pickle.HIGHEST_PROTOCOL))
+                    out.write(pickle.dumps((taken, payload, used, linter.noqa_used, linter.deps()), protocol=pickle.HIGHEST_PROTOCOL))
                 status = 0
             finally:
                 os._exit(status)
         os.close(write_end)
-        children.append((pid, read_end, share))
-    results: list[list[Finding] | None] = [None] * len(files)
-    for i in sorted(shares[0]):
-        results[i] = linter.lint(files[i])
-    for pid, read_end, share in children:
-        with os.fdopen(read_end, "rb") as fh:
-            payload = fh.read()
+        children.append((pid, read_end))
+    if ticks_write is not None:
+        os.close(ticks_write)
+
+    def tick() -> None:
+        progress.advance(1)
+        _drain_ticks(ticks_read, progress)
+
+    mine: list[int] = []
+    done = [(mine, work_here(draw(0, mine), tick if progress is not None else _no_tick))]
+    for pid, read_end in children:
+        payload = _read_all(read_end, ticks_read, progress)
         _, status = os.waitpid(pid, 0)
-        found = None
-        if status == 0:
-            try:
-                found, used = pickle.loads(payload)
-                if linter.cache is not None:
-                    linter.cache.used |= used
-            except Exception:  # a truncated payload: lint the share here
-                found = None
-        for j, i in enumerate(share):
-            results[i] = found[j] if found is not None and j < len(found) else linter.lint(files[i])
-    return results  # type: ignore[return-value]
+        if status != 0:
+            continue
+        try:
+            taken, result, used, noqa_used, deps = pickle.loads(payload)
+        except Exception:  # a truncated payload: its items are done here
+            continue
+        if linter.cache is not None:
+            linter.cache.used |= used
+        linter.noqa_used |= noqa_used
+        linter.child_deps |= deps
+        done.append((taken, result))
+    draw.close()
+    covered = {i for taken, _ in done for i in taken}
+    missing = [i for i in range(n) if i not in covered]
+    if missing:
+        done.append((missing, work_here(iter(missing), _no_tick)))
+    if ticks_read is not None:
+        os.close(ticks_read)
+    return done
+
+
+class _dealer:
+    """Deals range(n) in batches from a pipe that forked processes share; draw(worker, taken) iterates one's items.
+
+    Where a pipe cannot be had (or would not hold every batch), each worker takes
+    every `workers`-th item instead.
+    """
+
+    def __init__(self, n: int, workers: int):
+        import struct
+
+        self.n, self.workers, self.fd = n, workers, None
+        size = max(1, n // (workers * 16))
+        self.batches = [range(i, min(i + size, n)) for i in range(0, n, size)]
+        if len(self.batches) * 4 > 60_000:  # a pipe holds 64 KiB: writing more before anyone reads would block
+            return
+        try:
+            read_end, write_end = os.pipe()
+        except OSError:
+            return
+        try:
+            os.write(write_end, b"".join(struct.pack("=I", i) for i in range(len(self.batches))))
+        finally:
+            os.close(write_end)
+        self.fd = read_end
+
+    def __call__(self, worker: int, taken: list[int]):
+        if self.fd is None:
+            for i in range(worker, self.n, self.workers):
+                taken.append(i)
+                yield i
+            return
+        import struct
+
+        while True:
+            ticket = os.read(self.fd, 4)  # 4 of the pipe's bytes, whole: every process reads just 4
+            if len(ticket) < 4:
+                return
+            for i in self.batches[struct.unpack("=I", ticket)[0]]:
+                taken.append(i)
+                yield i
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _no_tick() -> None:
+    pass
+
+
+def _drain_ticks(fd: int | None, progress: Progress | None) -> None:
+    if fd is None or progress is None:
+        return
+    try:
+        got = os.read(fd, 65536)
+    except (BlockingIOError, OSError):
+        return
+    if got:
+        progress.advance(len(got))
+
+
+def _read_all(fd: int, ticks: int | None, progress: Progress | None) -> bytes:
+    """A child's whole payload; meanwhile, the progress its children report."""
+    chunks = []
+    if ticks is None or progress is None:
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+    import select
+
+    try:
+        while True:
+            ready, _, _ = select.select([fd, ticks], [], [], 0.5)
+            if ticks in ready:
+                _drain_ticks(ticks, progress)
+            if fd in ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+class Progress:
+    """A line on stderr, `Linting 1,234/2,352 files`, drawn once a run has taken about a second."""
+
+    DELAY = 1.0
+    INTERVAL = 0.1
+
+    def __init__(self, stream):
+        import time
+
+        self.stream = stream
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.drawn_at = 0.0
+        self.shown = False
+        self.label, self.total, self.count = "", 0, 0
+
+    def phase(self, label: str, total: int) -> None:
+        self.label, self.total, self.count = label, total, 0
+
+    def advance(self, n: int) -> None:
+        self.count += n
+        now = self.clock()
+        if now - self.started >= self.DELAY and now - self.drawn_at >= self.INTERVAL:
+            self.drawn_at = now
+            self.shown = True
+            self.stream.write(f"\r\x1b[K{self.label} {min(self.count, self.total):,}/{self.total:,} files")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
+
+
+def _source_lines(path: str) -> list[str]:
+    """A file's lines, for quoting in findings; none where it cannot be read now."""
+    from opscan.lint.facts import decode_source
+
+    try:
+        with open(path, "rb") as fh:
+            return decode_source(fh.read()).splitlines()
+    except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
+        return []
 
 
 def display_path(path: str) -> str:
-    """Relative to the working directory when below it, as ruff prints paths."""
-    rel = os.path.relpath(path)
-    return Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
+    """Relative to the working directory (`../train.py` from a subfolder); absolute only on another drive."""
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:  # Windows: no relative path between drives
+        return Path(path).as_posix()
 
 
 def _suppressed(finding: Finding, facts: ModuleFacts | None) -> bool:
@@ -279,6 +570,9 @@ def run(
     force_exclude: bool = False,
     overlay: dict[str, bytes] | None = None,
     unresolved: dict[str, tuple[str, Loc]] | None = None,
+    progress: Progress | None = None,
+    stdin: str | None = None,
+    deps: set[str] | None = None,
 ) -> Report:
     """Lint the given paths and return a Report of the findings that survive noqa and selection.
 
@@ -288,12 +582,18 @@ def run(
     lint instead of what is on disk (the fixer re-lints its edits before
     writing them). `unresolved`, a dict, collects the top-level packages of
     the imports that ran and found no project file, with where each was first
-    imported (the run then stays in this process).
+    imported (the run then stays in this process). `progress`, if given, is
+    told how many files are done. `stdin`: lint just this path, whose contents
+    `overlay` holds (they came on stdin; the file need not exist). `deps`, if
+    given, gets every file and folder the result depends on (opscan.lint.runcache).
     """
     from opscan.lint.relevance import CallFilter
 
     report = Report("lint")
-    files, report.notices = discover(paths, cfg, force_exclude)
+    if stdin is not None:  # as ruff: exclusions apply to it only with --force-exclude
+        files = [] if force_exclude and cfg.is_excluded(Path(stdin)) else [Path(stdin)]
+    else:
+        files, report.notices = discover(paths, cfg, force_exclude, deps)
     if targets is None:
         targets = torch_targets(cfg, torch_version)
     torch = {path: targets.for_file(path) for path in files}
@@ -305,12 +605,27 @@ def run(
         cache = FactsCache.open(cfg.root)
     linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint())
     linter.unresolved = unresolved
+    linter.progress = progress
     per_file = None
     workers = min(_workers(), len(files) // 2 or 1)
-    if unresolved is None and workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
-        per_file = _lint_in_processes(linter, files, workers)
-    if per_file is None:
-        per_file = [linter.lint(path) for path in files]
+    try:
+        if unresolved is None and workers >= 2 and len(files) >= PARALLEL_MIN_FILES and _total_size(files) >= PARALLEL_MIN_BYTES:
+            per_file = _lint_in_processes(linter, files, workers)
+        if per_file is None:
+            if progress is not None:
+                progress.phase("Linting", len(files))
+            per_file = []
+            for path in files:
+                per_file.append(linter.lint(path))
+                if progress is not None:
+                    progress.advance(1)
+    finally:
+        if progress is not None:
+            progress.close()
+    from opscan.lint.rules import det010
+
+    if det010.RULE.code in linter.enabled:  # once every script has said which `# noqa` it needed
+        per_file.append(linter.unused_noqa(files))
     # A finding in a helper module may be reached from several scripts: report it once.
     seen: set[tuple] = set()
     for found in per_file:
@@ -321,6 +636,10 @@ def run(
                 report.findings.append(f)
     if cache is not None:
         cache.prune()
+    if deps is not None:
+        from opscan.lint.runcache import listing
+
+        deps |= linter.deps() | targets.read | {listing(folder, prefixes) for folder, prefixes in targets.listed}
     return report
 
 

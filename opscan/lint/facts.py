@@ -15,7 +15,7 @@ import ast
 import re
 import warnings
 
-from opscan._plain import Plain
+from opscan._plain import Plain, by_fields
 from opscan.lint.apis import DATALOADERS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 9
+FACTS_VERSION = 10
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -66,6 +66,7 @@ class Event(Plain):
 
     _fields = ("loc", "what")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, loc: Loc, what: Call | Import | Guard | Loader | Effect):
         self.loc = loc
@@ -106,7 +107,7 @@ class ModuleFacts(Plain):
         self.classes: dict[str, ClassFacts] = {}
         self.noqa: dict[int, frozenset[str] | None] = {}  # line -> codes, None = all
         self.file_noqa: frozenset[str] | None | bool = False  # False = none; None = all; else codes
-        self.lines: list[str] = []
+        self.lines: list[str] | None = []  # None in facts from the cache or another process: read when needed
         self.error = error  # why the file could not be analysed (DET000)
         self.error_loc: Loc | None = None
         # Libraries whose calls a CallFilter left out; linking checks the project does not provide one.
@@ -115,8 +116,10 @@ class ModuleFacts(Plain):
 
 # ---------------------------------------------------------------- noqa
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_FILE_NOQA = re.compile(r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$", re.I)
+# Patterns, matched with re.I: compiled on first use (re caches them), not when lint starts,
+# which is the only cost they would have on the many files that hold no `# noqa` at all.
+NOQA_DIRECTIVE = r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
+_FILE_NOQA = r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$"
 
 
 def _codes(text: str | None) -> frozenset[str] | None:
@@ -132,7 +135,7 @@ def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], froze
     for number, text in enumerate(lines, 1):
         if "#" not in text:
             continue
-        m = _FILE_NOQA.match(text)
+        m = re.match(_FILE_NOQA, text, re.I)
         if m:
             codes = _codes(m.group("codes"))
             if codes is None or file_level is None:
@@ -140,7 +143,7 @@ def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], froze
             else:
                 file_level = codes | (file_level or frozenset())
             continue
-        m = _NOQA.search(text)
+        m = re.search(NOQA_DIRECTIVE, text, re.I)
         if m:
             per_line[number] = _codes(m.group("codes"))
     return per_line, file_level
@@ -359,6 +362,10 @@ def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str]]:
     return {name: value for name, value in values.items() if counts.get(name) == 1}, set(counts)
 
 
+def _call_loc(call: ast.Call) -> Loc:
+    return Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
+
+
 class _FactsBuilder:
     def __init__(self, facts: ModuleFacts, package: str, calls: CallFilter | None = None):
         self.facts = facts
@@ -575,32 +582,34 @@ class _FactsBuilder:
                 q = scope.lookup(value.id)
                 if q and q.startswith(_THIS_DOT):
                     refs.append(q)
-        # Loc is immutable: the call's events share it.
-        loc = Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         args = None
+        loc = None  # made only for a call with an event (most are dropped); then its events share it
         if dropped is None:
             args = self.call_args(call, scope, constants=qualname in _ENV_WRITERS)
+            loc = _call_loc(call)
             out.append(Event(loc, Call(qualname, method, args, tuple(refs), self.no_grad_depth > 0)))
         elif dropped:
             self.dropped_libraries.add(dropped)
         if loader:
+            loc = loc or _call_loc(call)
             out.append(Event(loc, self._loader(call, scope, args or self.call_args(call))))
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
-            out.append(Event(loc, CudaWork(".cuda()")))
+            out.append(Event(loc or _call_loc(call), CudaWork(".cuda()")))
         elif method == "to":
             targets = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "device"]
             if any(self._device_is_cuda(t, scope) for t in targets):
-                out.append(Event(loc, CudaWork(".to(cuda)")))
+                out.append(Event(loc or _call_loc(call), CudaWork(".to(cuda)")))
         elif qualname and qualname.startswith("torch."):
             if qualname in ("torch.cuda.init", "torch.set_default_device") and (
                 qualname == "torch.cuda.init" or (call.args and self._device_is_cuda(call.args[0], scope))
             ):
-                out.append(Event(loc, CudaWork(qualname)))
+                out.append(Event(loc or _call_loc(call), CudaWork(qualname)))
             else:
                 for k in call.keywords:
                     if k.arg == "device" and self._device_is_cuda(k.value, scope):
+                        loc = loc or _call_loc(call)
                         out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):

@@ -6,7 +6,7 @@ cached by file content.
 
 from __future__ import annotations
 
-from opscan._plain import Frozen
+from opscan._plain import Frozen, by_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -37,12 +37,22 @@ class Loc(Frozen):
 
     _fields = ("line", "col", "end_line", "end_col")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, line: int, col: int, end_line: int, end_col: int):
         self.line = line
         self.col = col
         self.end_line = end_line
         self.end_col = end_col
+
+    # Spelled out: locations are compared and hashed by the hundred thousand (DET007's `seen`).
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Loc:
+            return NotImplemented
+        return self.line == other.line and self.col == other.col and self.end_line == other.end_line and self.end_col == other.end_col
+
+    def __hash__(self) -> int:
+        return hash((self.line, self.col, self.end_line, self.end_col))
 
 
 class CallArgs(Frozen):
@@ -55,6 +65,7 @@ class CallArgs(Frozen):
 
     _fields = ("args", "kwargs", "star")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, args: tuple[Any, ...] = (), kwargs: tuple[tuple[str, Any], ...] = (), star: bool = False):
         self.args = args
@@ -183,6 +194,7 @@ class Call(Frozen):
 
     _fields = ("qualname", "method", "args", "refs", "no_grad")
     __slots__ = _fields
+    __reduce__ = by_fields
 
     def __init__(self, qualname: str | None, method: str | None, args: CallArgs, refs: tuple[str, ...] = (), no_grad: bool = False):
         self.qualname = qualname

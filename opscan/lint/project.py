@@ -12,6 +12,7 @@ sites that led to it from the entry.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from opscan._plain import Frozen, Plain
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
 
 MAX_DEPTH = 40
 MAX_EVENTS = 50_000
+_NOT_LOOKED_UP = object()
 
 
 class Frame(Frozen):
@@ -94,22 +96,59 @@ class Module(Plain):
 
 
 class EntryTrace(Plain):
-    _fields = ("entry", "events", "reachable_calls", "truncated", "uncalled", "libraries")
-    __slots__ = _fields
+    """What running an entry does: its events in execution order, and calls that may run in no known order.
 
-    def __init__(self, entry: Module):
+    `effects` (the events that are not calls) are ready at once; `events` and
+    `reachable_calls`, which every rule but DET007 and DET009 can do without, are
+    built the first time they are asked for.
+    """
+
+    _fields = ("entry", "events", "reachable_calls", "truncated", "libraries")
+    __slots__ = ("entry", "effects", "truncated", "_root", "_walker", "_events", "_reachable", "_uncalled", "_libraries")
+
+    def __init__(self, entry: Module, root: _Record | None = None, walker: _Walker | None = None):
         self.entry = entry
-        self.events: list[TraceEvent] = []  # in execution order
-        # Calls that may run but whose order is unknown: all of the entry module's
-        # functions, methods of classes it instantiates, class bodies.
-        self.reachable_calls: list[TraceEvent] = []
-        self.truncated = False
-        # () -> the events of the entry module's functions and methods that its run never calls
-        # (other code may: they are entry points too), each walked once; computed when asked.
-        self.uncalled: Callable[[], list[TraceEvent]] = list
-        # The top-level package of each import that runs and finds no project file ("torch",
-        # "numpy", a project package the roots miss), with where it was first imported.
-        self.libraries: dict[str, tuple[str, Loc]] = {}
+        self._root = root
+        self._walker = walker
+        self._events: list[TraceEvent] | None = None if root is not None else []
+        self._reachable: list[TraceEvent] | None = None if walker is not None else []
+        self.truncated = root is not None and root.count > MAX_EVENTS
+        # The effects among the first MAX_EVENTS events, in order.
+        self.effects: list[TraceEvent] = [e for pos, e in root.effects if pos < MAX_EVENTS] if root is not None else []
+        self._uncalled: list[TraceEvent] | None = None if walker is not None else []
+        self._libraries: dict[str, tuple[str, Loc]] | None = None if walker is not None else {}
+
+    @property
+    def events(self) -> list[TraceEvent]:
+        """In execution order; at most MAX_EVENTS of them."""
+        if self._events is None:
+            self._events = []
+            _materialize(self._root, (), self._events)
+        return self._events
+
+    @property
+    def reachable_calls(self) -> list[TraceEvent]:
+        """Calls that may run but whose order is unknown: all of the entry module's
+        functions, methods of classes it instantiates, class bodies."""
+        if self._reachable is None:
+            self._reachable = self._walker.reachable(self._root)
+        return self._reachable
+
+    @property
+    def libraries(self) -> dict[str, tuple[str, Loc]]:
+        """The top-level package of each import that runs and finds no project file ("torch",
+        "numpy", a project package the roots miss), with where it was first imported."""
+        if self._libraries is None:
+            provides = self._walker.project._provides
+            self._libraries = {p: where for p, where in _libs_of(self._root).items() if p and not provides(p)}
+        return self._libraries
+
+    def uncalled(self) -> list[TraceEvent]:
+        """The events of the entry module's functions and methods that its run never calls (other
+        code may: they are entry points too), each walked once; computed when asked."""
+        if self._uncalled is None:
+            self._uncalled = self._walker.uncalled(self._root)
+        return self._uncalled
 
 
 class Project:
@@ -129,7 +168,22 @@ class Project:
         # by a script) is named in messages as that script imports it, whatever ran first.
         self._modules: dict[tuple[str, str], Module] = {}
         self._found: dict[tuple[str, tuple[Path, ...]], Module | None] = {}
-        self._resolved: dict[tuple[str, str, str, tuple[Path, ...]], object] = {}
+        # Each with the first parts of the dotted names it looked up (see _Record.heads).
+        self._resolved: dict[tuple[str, str, str], tuple[object, set[str]]] = {}
+        self._resolved_in: dict[tuple[tuple[str, str, str], tuple[Path, ...]], tuple[object, set[str]]] = {}  # one search path's
+        # The filter the loader builds facts under (None: every call), for the libraries the
+        # project may provide itself and for the calls a trace keeps (see _Walker.call).
+        self.calls = getattr(load_facts, "calls", None)
+        self._provided_libraries: frozenset[str] | None = None
+        # Walks of function bodies and module top levels, shared by every entry (see _Record).
+        self._records: dict[tuple, list[_Record]] = {}
+        self._programs: dict[tuple, list[_Program]] = {}
+        self._heads: set[str] | None = None  # where find_module reports what it looks up
+        self._folder_names: dict[str, frozenset[str]] = {}
+        self.looked_at: set[str] = set()  # folders whose listing decided an import (opscan.lint.runcache)
+        # Each module (by path) and function (by path and qualname): its bit in the records' bit sets.
+        self._module_bits: dict[str, int] = {}
+        self._function_bits: dict[tuple[str, str], int] = {}
 
     # -- modules --------------------------------------------------------------
 
@@ -139,7 +193,8 @@ class Project:
         if mod is None:
             facts = self._facts.get((key, package))
             if facts is None:
-                facts = self._load_facts(key, package)
+                provided = self.provided_libraries()
+                facts = self._load_facts(key, package, provided=provided) if provided else self._load_facts(key, package)
                 if any(self._provides(lib) for lib in facts.dropped_libraries):
                     # Calls into a package the project itself provides were left out as library
                     # calls (see opscan.lint.relevance): read this module again with every call.
@@ -158,6 +213,44 @@ class Project:
             )
         return found
 
+    def provided_libraries(self) -> frozenset[str]:
+        """The packages the call filter treats as libraries that an import may find in the project.
+
+        Facts are built with calls into them kept, so a module is read once, not read
+        with the filter and then again with every call.
+        """
+        if self._provided_libraries is None:
+            libraries = self.calls.libraries if self.calls is not None else ()
+            names: set[str] = set()
+            for base in self._import_bases:  # one listing per folder, not a stat per library and folder
+                names |= self._names_in(str(base))
+            self._provided_libraries = frozenset(lib for lib in libraries if lib in names and self._provides(lib))
+        return self._provided_libraries
+
+    def _names_in(self, folder: str) -> frozenset[str]:
+        """The module and package names a folder may provide (a superset: every entry, .py stripped)."""
+        names = self._folder_names.get(folder)
+        if names is None:
+            self.looked_at.add(folder)
+            try:
+                listing = os.listdir(folder)
+            except OSError:
+                listing = []
+            names = self._folder_names[folder] = frozenset(n[:-3] if n.endswith(".py") else n for n in listing)
+        return names
+
+    def _module_bit(self, path: str) -> int:
+        bit = self._module_bits.get(path)
+        if bit is None:
+            bit = self._module_bits[path] = 1 << len(self._module_bits)
+        return bit
+
+    def _function_bit(self, key: tuple[str, str]) -> int:
+        bit = self._function_bits.get(key)
+        if bit is None:
+            bit = self._function_bits[key] = 1 << len(self._function_bits)
+        return bit
+
     def entry_module(self, path: Path) -> Module:
         self._add_import_base(Path(path).resolve().parent)
         return self.module_at(path, self._dotted_name(path))
@@ -174,6 +267,17 @@ class Project:
             self._modules.clear()
             self._found.clear()
             self._resolved.clear()
+            self._resolved_in.clear()
+            self._records.clear()
+            self._programs.clear()
+            self._provided_libraries = None
+
+    def adopt(self, facts: list[tuple[tuple[str, str], ModuleFacts]]) -> None:
+        """Take facts read elsewhere (by another process), by (resolved path, package), as if read here."""
+        for key, one in facts:
+            if key not in self._facts:
+                self._facts[key] = one
+                self._any_facts.setdefault(key[0], one)
 
     def facts_of(self, path: str) -> ModuleFacts | None:
         """The facts of a module read so far, by its resolved path."""
@@ -194,21 +298,32 @@ class Project:
                 return ".".join(parts)
         return path.stem
 
-    def find_module(self, dotted: str, search: list[Path]) -> Module | None:
+    def find_module(self, dotted: str, search: tuple[Path, ...]) -> Module | None:
         """The project file for a dotted module name, searching the entry's folder, then the roots."""
-        key = (dotted, tuple(search))
-        if key not in self._found:
-            self._found[key] = self._find_module(dotted, search)
-        return self._found[key]
+        head = dotted.partition(".")[0]
+        if self._heads is not None:
+            self._heads.add(head)
+        # A folder can hold the module only if it holds something named like its first part. When
+        # the entry's folder does not, the roots decide, and entries in other folders share the answer.
+        key = (dotted, search if head in self._names_in(str(search[0])) else search[1:])
+        found = self._found.get(key, _NOT_LOOKED_UP)
+        if found is _NOT_LOOKED_UP:
+            found = self._found[key] = self._find_module(dotted, key[1])
+        return found
 
-    def _find_module(self, dotted: str, search: list[Path]) -> Module | None:
+    def _find_module(self, dotted: str, search: tuple[Path, ...]) -> Module | None:
         if not all(part.isidentifier() for part in dotted.split(".")):
             return None
-        rel = Path(*dotted.split("."))
+        head = dotted.partition(".")[0]
+        rel = dotted.replace(".", os.sep)
         for base in search:
-            for candidate in (base / rel.with_suffix(".py"), base / rel / "__init__.py"):
-                if candidate.is_file():
-                    return self.module_at(candidate, dotted)
+            folder = str(base)
+            if head not in self._names_in(folder):
+                continue
+            for candidate in (os.path.join(folder, rel + ".py"), os.path.join(folder, rel, "__init__.py")):
+                self.looked_at.add(os.path.dirname(candidate))
+                if os.path.isfile(candidate):
+                    return self.module_at(Path(candidate), dotted)
         return None
 
     # -- names ----------------------------------------------------------------
@@ -218,10 +333,26 @@ class Project:
         ("class", Module, ClassFacts) or None."""
         if depth > 8 or not qualname:
             return None
-        key = (qualname, mod.path, mod.name, tuple(search))  # the name: results carry modules named as reached
-        if key not in self._resolved:
-            self._resolved[key] = self._resolve(qualname, mod, search, depth)
-        return self._resolved[key]
+        key = (qualname, mod.path, mod.name)  # the name: results carry modules named as reached
+        names = self._names_in(str(search[0]))
+        # Shared by every entry folder that holds none of the names looked up (see find_module).
+        found = self._resolved.get(key)
+        if found is None or not found[1].isdisjoint(names):
+            found = self._resolved_in.get((key, search))
+        outer = self._heads
+        if found is None:
+            self._heads = heads = set()
+            try:
+                found = (self._resolve(qualname, mod, search, depth), heads)
+            finally:
+                self._heads = outer
+            if heads.isdisjoint(names) and key not in self._resolved:
+                self._resolved[key] = found
+            else:
+                self._resolved_in[(key, search)] = found
+        if outer is not None:
+            outer |= found[1]
+        return found[0]
 
     def _resolve(self, qualname: str, mod: Module, search: list[Path], depth: int):
         if qualname in MODELS:
@@ -279,47 +410,12 @@ class Project:
 
     def trace(self, entry: Module) -> EntryTrace:
         """The ordered events of running `entry` as a script, through project calls."""
-        search = [Path(entry.path).parent.resolve()] + self.roots
-        result = EntryTrace(entry)
-        walker = _Walker(self, search, result)
-        walker.walk(entry, entry.facts.body, ())
-        result.uncalled = _memo(lambda ran=frozenset(walker.walked): self._uncalled(entry, search, ran))
-        # Unordered but reachable: every function of the entry module and of instantiated classes.
-        done = set(walker.walked)
-        pending = [(entry, f) for f in entry.facts.functions.values()]
-        pending += walker.instantiated_methods()
-        while pending:
-            mod, func = pending.pop()
-            if (mod.path, func.qualname) in done:
-                continue
-            done.add((mod.path, func.qualname))
-            calls, more = walker.collect_calls(mod, func)
-            result.reachable_calls.extend(calls)
-            pending.extend(more)
-        return result
+        search = (Path(entry.path).parent.resolve(), *self.roots)
+        walker = _Walker(self, search, entry)
+        root = walker.run(entry)
+        return EntryTrace(entry, root, walker)
 
 
-    def _uncalled(self, entry: Module, search: list[Path], ran: frozenset) -> list[TraceEvent]:
-        """The effects of the entry module's functions and methods that its run never called."""
-        out = EntryTrace(entry)
-        walker = _Walker(self, search, out, once=True)
-        walker.walked |= ran
-        for func in entry.facts.functions.values():
-            if func.qualname != "<class bodies>" and (entry.path, func.qualname) not in walker.walked:
-                walker.enter(entry, Frame(entry.path, func.loc, func.qualname), entry, func, ())
-        return out.events
-
-
-def _memo(compute):
-    """`compute()` once, on the first call."""
-    done: list = []
-
-    def get():
-        if not done:
-            done.append(compute())
-        return done[0]
-
-    return get
 
 
 def _load_key(path: Path, name: str) -> tuple[str, str]:
@@ -328,28 +424,162 @@ def _load_key(path: Path, name: str) -> tuple[str, str]:
     return str(path.resolve()), package
 
 
+# The ops a _Record holds, in order.
+_EMIT, _ENTER, _LOAD, _CLASS, _LIB = 0, 1, 2, 3, 4
+
+
+class _Record:
+    """One walk of a function body entered, or of a module's top level run on import, kept for reuse.
+
+    Without it each entry walked, again, everything its imports run: on a tree
+    where every file imports a package whose import runs most of the tree (torch's
+    own source), the cost grew with the square of the tree. A walk depends on the
+    walker's state only through the checks it makes, so a record keeps, beside
+    what the walk did, what those checks found (as bit sets: one bit per module,
+    one per function, numbered by the project):
+
+    - `need_loaded` / `need_unloaded`: modules found loaded (or not) that it did not load itself;
+    - `need_stacked` / `need_free`: functions found on the call stack (or not) that it did not enter itself;
+    - `max_pass` / `min_cut`: the deepest depth check that passed and the shallowest that
+      failed, relative to where it started;
+    - `heads`: the first parts of the dotted names it looked up. An entry's own
+      folder is searched before the roots, so a record stands for any entry whose
+      folder provides none of them, or else only for entries with the same search path.
+
+    Replayed where every check would come out the same, a record is exactly the
+    walk it saves. Its events are kept relative to where it started (their `via`
+    is completed, and `worker` set below a DataLoader's worker, when an entry's
+    events are built).
+    """
+
+    __slots__ = (
+        "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
+        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs",
+    )  # fmt: skip
+
+    def __init__(self, start_loaded: int, start_stack: int):
+        self.ops: list[tuple] = []
+        self.count = 0  # events, with those of the records inside
+        self.effects: list[tuple[int, TraceEvent]] = []  # (position among the events, event): the non-calls, flattened
+        self.added = 0  # modules loaded, inside records too
+        self.heads: set[str] = set()
+        self.search: tuple[Path, ...] | None = None  # set when the record holds for one search path only
+        self.need_loaded = self.need_unloaded = self.need_stacked = self.need_free = 0
+        self.max_pass = -1
+        self.min_cut = MAX_DEPTH + 1
+        self.start_loaded = start_loaded  # the modules loaded when it began: those loaded since are its own
+        self.start_stack = start_stack  # the functions on the stack when it began: those above are its own
+        self.classes: dict | None = None  # built when asked for
+        # The top-level package of each import that ran and found no project file, with where it
+        # first did, inside records too: built when asked for (see _libs_of).
+        self.libs: dict[str, tuple[str, Loc]] | None = None
+
+
+def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent], worker: bool = False) -> bool:
+    """Append a record's events to `out` with `prefix` before each one's frames (`worker`: run in
+    DataLoader workers); False once out is full."""
+    for op in rec.ops:
+        kind = op[0]
+        if kind == _EMIT:
+            if len(out) >= MAX_EVENTS:
+                return False
+            ev = op[1]
+            out.append(TraceEvent(ev.what, ev.path, ev.loc, prefix + ev.via, ev.api, worker) if prefix else ev)
+        elif (kind == _ENTER or kind == _LOAD) and op[2].count:
+            if not _materialize(op[2], prefix + op[3], out, worker or op[4]):
+                return False
+    return True
+
+
+def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:
+    """The packages a record's imports found no project file for, each with where it first ran
+    (in execution order, inside records too), kept on the record: records are shared."""
+    if rec.libs is None:
+        out: dict[str, tuple[str, Loc]] = {}
+        for op in rec.ops:
+            kind = op[0]
+            if kind == _LIB:
+                if op[1] not in out:
+                    out[op[1]] = op[2]
+            elif kind == _ENTER or kind == _LOAD:
+                for package, where in _libs_of(op[2]).items():
+                    if package not in out:
+                        out[package] = where
+        rec.libs = out
+    return rec.libs
+
+
+def _classes_of(rec: _Record) -> dict:
+    """The classes a record instantiated, inside records too: (path, name) -> (Module, ClassFacts), as a dict
+    assigned them in that order would hold them."""
+    if rec.classes is None:
+        out: dict = {}
+        for op in rec.ops:
+            if op[0] == _CLASS:
+                out[op[1]] = op[2]
+            elif op[0] == _ENTER or op[0] == _LOAD:
+                out.update(_classes_of(op[2]))
+        rec.classes = out
+    return rec.classes
+
+
+class _Program:
+    """What walking a body does whatever the walker's state: its events, and the imports and calls it may follow.
+
+    Names are resolved once, here; a body walked again (by another entry, or in
+    another state) replays these ops. `heads` and `search` as in _Record.
+    """
+
+    __slots__ = ("ops", "heads", "search")
+
+    def __init__(self, ops: list[tuple], heads: set[str], search: tuple[Path, ...] | None):
+        # (_EMIT, event) (_LOAD, ((Module, Frame), ...)) (_ENTER, key, Module, FunctionFacts, Frame, worker)
+        # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
+        self.ops = ops
+        self.heads = heads
+        self.search = search
+
+
 class _Walker:
-    def __init__(self, project: Project, search: list[Path], result: EntryTrace, once: bool = False):
+    def __init__(self, project: Project, search: tuple[Path, ...], entry: Module):
         self.project = project
         self.search = search
-        self.result = result
-        self.once = once  # walk each function at most once (order does not matter: uncalled code)
-        self.in_workers = 0  # depth inside code a DataLoader runs in its worker processes
-        self.stack: set[tuple[str, str]] = set()
-        self.walked: set[tuple[str, str]] = set()
-        self.classes: dict[tuple[str, str], tuple[Module, ClassFacts]] = {}
-        self.loaded: set[str] = {result.entry.path}  # modules whose top level has run (the entry runs as __main__)
+        self.entry = entry
+        self.calls = project.calls
+        self.folder_names = project._names_in(str(search[0]))
+        self.module_bit, self.function_bit = project._module_bit, project._function_bit
+        self.stack = 0  # the functions being walked
+        # The modules whose top level has run (the entry runs as __main__).
+        self.entry_bit = self.loaded = self.module_bit(entry.path)
+        self.base = 0  # the depth at which the innermost record began
+        self.rec: _Record = _Record(self.loaded, 0)
+        self.own_records: dict[tuple, list[_Record]] = {}
 
-    def emit(self, event: TraceEvent) -> None:
-        if len(self.result.events) >= MAX_EVENTS:
-            self.result.truncated = True
-            return
-        if self.in_workers:
-            event.worker = True
-        self.result.events.append(event)
+    def run(self, entry: Module) -> _Record:
+        self.walk(self.program(("main", entry.path, entry.name), entry, entry.facts.body, False))
+        return self.rec
 
-    def walk(self, mod: Module, events, via: tuple[Frame, ...], imported: bool = False) -> None:
-        """Follow events in order; `imported`: the module body runs on import, not as a script."""
+    # -- programs ----------------------------------------------------------------
+
+    def program(self, memo: tuple, mod: Module, events, imported: bool) -> _Program:
+        project = self.project
+        for prog in project._programs.get(memo, ()):
+            if prog.search == self.search if prog.search is not None else prog.heads.isdisjoint(self.folder_names):
+                return prog
+        outer, project._heads = project._heads, set()
+        try:
+            ops = self._compile(mod, events, imported)
+        finally:
+            heads, project._heads = project._heads, outer
+        prog = _Program(ops, heads, None if heads.isdisjoint(self.folder_names) else self.search)
+        project._programs.setdefault(memo, []).append(prog)
+        return prog
+
+    def _compile(self, mod: Module, events, imported: bool) -> list[tuple]:
+        """The ops of walking `events`; `imported`: the module body runs on import, not as a script."""
+        ops: list[tuple] = []
+        emit = ops.append
+        path, resolve, search = mod.path, self.project.resolve, self.search
         skipping = 0  # depth inside guard blocks that do not run this way
         for ev in events:
             what = ev.what
@@ -361,93 +591,295 @@ class _Walker:
             if skipping:
                 continue
             if cls is Import:
-                self.load(mod, ev, via)
+                targets = []
+                for dotted in what.modules:
+                    target = self.project.find_module(dotted, search)
+                    if target is not None:
+                        targets.append((target, Frame(path, ev.loc, target.name)))
+                        continue
+                    if targets:  # the modules before it load first
+                        emit((_LOAD, tuple(targets)))
+                        targets = []
+                    if dotted.partition(".")[0]:
+                        emit((_LIB, dotted.partition(".")[0], (path, ev.loc)))
+                if targets:
+                    emit((_LOAD, tuple(targets)))
                 continue
             if cls is Loader:
-                self.loader(mod, ev, via)
+                self._compile_loader(ops, mod, ev)
                 continue
             if cls is not Call:
-                self.emit(TraceEvent(what, mod.path, ev.loc, via))
+                emit((_EMIT, TraceEvent(what, path, ev.loc)))
                 continue
             qualname = what.qualname
-            target = self.project.resolve(qualname, mod, self.search) if qualname else None
-            self.call(mod, ev, qualname, target, via)
+            target = resolve(qualname, mod, search) if qualname else None
+            self._compile_call(ops, mod, ev, qualname, target)
             for ref in what.refs:  # functions handed to a runner: Fire(main), spawn(worker)
-                ref_target = self.project.resolve(ref, mod, self.search)
+                ref_target = resolve(ref, mod, search)
                 if ref_target and ref_target[0] == "function":
-                    self.enter(mod, ev, ref_target[1], ref_target[2], via)
+                    ops.append(self._enter_op(mod, ev, ref_target[1], ref_target[2]))
+        return ops
 
-    def load(self, mod: Module, ev, via: tuple[Frame, ...]) -> None:
-        """Run the top level of each project module an import loads, once per process, as Python does."""
-        if len(via) >= MAX_DEPTH:
+    def _compile_call(self, ops: list[tuple], mod: Module, ev, qualname, target) -> None:
+        path, loc, what = mod.path, ev.loc, ev.what
+        if target is None:
+            # A call that leads nowhere, and that the call filter would have left out of the
+            # facts (a module read with every call, see Project.module_at), is no event.
+            if self.calls is None or what.refs or self.calls.dropped_library(qualname, what.method) is None:
+                ops.append((_EMIT, TraceEvent(what, path, loc, (), qualname)))
             return
-        for dotted in ev.what.modules:
-            target = self.project.find_module(dotted, self.search)
-            if target is None:
-                root = dotted.partition(".")[0]
-                if root and root not in self.result.libraries and not self.project._provides(root):
-                    self.result.libraries[root] = (mod.path, ev.loc)
-                continue
-            if target.path in self.loaded:
-                continue
-            self.loaded.add(target.path)
-            self.walk(target, target.facts.body, via + (Frame(mod.path, ev.loc, target.name),), imported=True)
+        kind = target[0]
+        if kind == "model":
+            name, model = target[1], target[2]
+            for effect in model(what.args):
+                ops.append((_EMIT, TraceEvent(effect, path, loc, (), name)))
+            ops.append((_EMIT, TraceEvent(what, path, loc, (), qualname)))
+        elif kind == "function":
+            ops.append(self._enter_op(mod, ev, target[1], target[2]))
+        elif kind == "class":
+            cls_mod, cls = target[1], target[2]
+            ops.append((_CLASS, (cls_mod.path, cls.name), (cls_mod, cls)))
+            init = self.project.find_method(cls_mod, cls, "__init__", self.search)
+            if init and init[0] == "function":
+                ops.append(self._enter_op(mod, ev, init[1], init[2]))
+            elif init and init[0] == "model":
+                for effect in init[2](what.args):
+                    ops.append((_EMIT, TraceEvent(effect, path, loc, (), init[1])))
 
-    def loader(self, mod: Module, ev, via: tuple[Frame, ...]) -> None:
+    def _compile_loader(self, ops: list[tuple], mod: Module, ev) -> None:
         """A DataLoader iterates: its dataset's `__getitem__`/`__iter__` and its collate_fn run in the
         main process with `num_workers` 0 or absent, in reseeded workers with a literal > 0;
         worker_init_fn runs only in workers (after torch reseeds them)."""
         what = ev.what
         workers = what.num_workers
         in_workers = workers is not UNKNOWN and isinstance(workers, int) and workers > 0
+        project, search = self.project, self.search
         runs = []
         if what.dataset:
-            target = self.project.resolve(what.dataset, mod, self.search)
+            target = project.resolve(what.dataset, mod, search)
             if target and target[0] == "class":
                 for name in ("__getitem__", "__iter__"):
-                    method = self.project.find_method(target[1], target[2], name, self.search)
+                    method = project.find_method(target[1], target[2], name, search)
                     if method and method[0] == "function":
                         runs.append((method, in_workers))
         for qualname, worker in ((what.collate_fn, in_workers), (what.worker_init_fn, True)):
-            target = self.project.resolve(qualname, mod, self.search) if qualname else None
+            target = project.resolve(qualname, mod, search) if qualname else None
             if target and target[0] == "function":
                 runs.append((target, worker))
         for (_, target_mod, func), worker in runs:
-            self.in_workers += worker
-            self.enter(mod, ev, target_mod, func, via)
-            self.in_workers -= worker
+            ops.append(self._enter_op(mod, ev, target_mod, func, worker))
 
-    def call(self, mod: Module, ev, qualname, target, via) -> None:
-        if target is None:
-            self.emit(TraceEvent(ev.what, mod.path, ev.loc, via, qualname))
-            return
-        kind = target[0]
-        if kind == "model":
-            name, model = target[1], target[2]
-            for effect in model(ev.what.args):
-                self.emit(TraceEvent(effect, mod.path, ev.loc, via, name))
-            self.emit(TraceEvent(ev.what, mod.path, ev.loc, via, qualname))
-        elif kind == "function":
-            self.enter(mod, ev, target[1], target[2], via)
-        elif kind == "class":
-            cls_mod, cls = target[1], target[2]
-            self.classes[(cls_mod.path, cls.name)] = (cls_mod, cls)
-            init = self.project.find_method(cls_mod, cls, "__init__", self.search)
-            if init and init[0] == "function":
-                self.enter(mod, ev, init[1], init[2], via)
-            elif init and init[0] == "model":
-                for effect in init[2](ev.what.args):
-                    self.emit(TraceEvent(effect, mod.path, ev.loc, via, init[1]))
-
-    def enter(self, mod: Module, ev, target_mod: Module, func: FunctionFacts, via) -> None:
-        key = (target_mod.path, func.qualname)
-        if key in self.stack or len(via) >= MAX_DEPTH or (self.once and key in self.walked):
-            return
+    @staticmethod
+    def _enter_op(mod: Module, ev, target_mod: Module, func: FunctionFacts, worker: bool = False) -> tuple:
         display = f"{target_mod.name}.{func.qualname}" if target_mod.name else func.qualname
-        self.stack.add(key)
-        self.walked.add(key)
-        self.walk(target_mod, func.events, via + (Frame(mod.path, ev.loc, display),))
-        self.stack.discard(key)
+        return (_ENTER, (target_mod.path, func.qualname), target_mod, func, Frame(mod.path, ev.loc, display), worker)
+
+    # -- walking -----------------------------------------------------------------
+
+    def walk(self, prog: _Program) -> None:
+        """Replay a program's ops in the walker's state, into the innermost record."""
+        rec = self.rec
+        rec.heads |= prog.heads
+        out = rec.ops
+        for op in prog.ops:
+            kind = op[0]
+            if kind == _EMIT:
+                if op[1].what.__class__ is not Call:
+                    rec.effects.append((rec.count, op[1]))
+                out.append(op)
+                rec.count += 1
+            elif kind == _ENTER:
+                self.enter(op)
+            elif kind == _LOAD:
+                self.load(op[1])
+            elif kind == _LIB:  # kept where the import is not too deep to follow, as load() would
+                if not self._deep():
+                    out.append(op)
+            else:
+                out.append(op)
+
+    def _deep(self) -> bool:
+        """Whether a call or import here is too deep to follow; what the record depends on."""
+        # Inside a record every walk starts afresh, so the depth is where the record began.
+        rec = self.rec
+        if self.base >= MAX_DEPTH:
+            rec.min_cut = 0
+            return True
+        if rec.max_pass < 0:
+            rec.max_pass = 0
+        return False
+
+    def load(self, targets: tuple) -> None:
+        """Run the top level of each project module an import loads, once per process, as Python does."""
+        if self._deep():
+            return
+        rec = self.rec
+        for target, frame in targets:
+            bit = self.module_bit(target.path)
+            if self.loaded & bit:
+                if rec.start_loaded & bit:
+                    rec.need_loaded |= bit
+                continue
+            rec.need_unloaded |= bit
+            self.loaded |= bit
+            rec.added |= bit
+            memo = (_LOAD, target.path, target.name)
+            self.sub(memo, target, target.facts.body, frame, target.path, True, False)
+
+    def enter(self, op: tuple) -> None:
+        _, key, target_mod, func, frame, worker = op
+        rec = self.rec
+        bit = self.function_bit(key)
+        if self.stack & bit:
+            if rec.start_stack & bit:
+                rec.need_stacked |= bit
+            return
+        rec.need_free |= bit
+        if self._deep():
+            return
+        self.stack |= bit
+        memo = (_ENTER, target_mod.path, target_mod.name, func.qualname)
+        self.sub(memo, target_mod, func.events, frame, key, False, worker)
+        self.stack &= ~bit
+
+    def sub(self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool) -> None:
+        """Walk `events` one call or import below the current point, or replay a record of that walk that holds.
+
+        `worker`: they run in a DataLoader's worker processes (which does not change the walk)."""
+        project = self.project
+        parent = self.rec
+        base = self.base + 1
+        for rec in (*self.own_records.get(memo, ()), *project._records.get(memo, ())):
+            if self._holds(rec, base):
+                self.loaded |= rec.added
+                break
+        else:
+            prog = self.program(memo, mod, events, imported)
+            rec = self.rec = _Record(self.loaded, self.stack)
+            self.base = base
+            try:
+                self.walk(prog)
+            finally:
+                self.rec, self.base = parent, base - 1
+            if not rec.heads.isdisjoint(self.folder_names):
+                rec.search = self.search
+            # A walk that found this entry's own module loaded (it runs as __main__, so an import
+            # of it is skipped) holds for this entry alone: kept apart, the shared lists stay short.
+            records = self.own_records if rec.need_loaded & self.entry_bit else project._records
+            records.setdefault(memo, []).append(rec)
+        child_via = (frame,)
+        self._absorb(parent, rec, child_via, worker)
+        parent.ops.append((memo[0], what, rec, child_via, worker))
+
+    def _holds(self, rec: _Record, base: int) -> bool:
+        """Whether walking again here would do exactly what `rec` did."""
+        loaded, stack = self.loaded, self.stack
+        return (
+            base + rec.max_pass < MAX_DEPTH <= base + rec.min_cut
+            and not rec.need_unloaded & loaded
+            and rec.need_loaded & loaded == rec.need_loaded
+            and not rec.need_free & stack
+            and rec.need_stacked & stack == rec.need_stacked
+            and (rec.search == self.search if rec.search is not None else rec.heads.isdisjoint(self.folder_names))
+        )
+
+    def _absorb(self, parent: _Record, rec: _Record, child_via: tuple[Frame, ...], worker: bool) -> None:
+        """Add what a record inside `parent` did, and depended on, to `parent`."""
+        offset = len(child_via)
+        if rec.max_pass >= 0 and offset + rec.max_pass > parent.max_pass:
+            parent.max_pass = offset + rec.max_pass
+        if offset + rec.min_cut < parent.min_cut:
+            parent.min_cut = offset + rec.min_cut
+        if not rec.heads <= parent.heads:
+            parent.heads |= rec.heads
+        parent.need_loaded |= rec.need_loaded & parent.start_loaded
+        parent.need_unloaded |= rec.need_unloaded
+        parent.need_stacked |= rec.need_stacked & parent.start_stack
+        parent.need_free |= rec.need_free
+        parent.added |= rec.added
+        count = parent.count
+        parent.effects += [
+            (count + pos, TraceEvent(e.what, e.path, e.loc, child_via + e.via, e.api, worker or e.worker))
+            for pos, e in rec.effects
+        ]  # fmt: skip
+        parent.count = count + rec.count
+
+    # -- what may run in no known order ----------------------------------------
+
+    @staticmethod
+    def walked(root: _Record) -> set[tuple[str, str]]:
+        """Every function entered on the way, by (path, qualname)."""
+        walked: set[tuple[str, str]] = set()
+        seen: set[int] = set()
+        pending_records = [root]
+        while pending_records:
+            rec = pending_records.pop()
+            for op in rec.ops:
+                if op[0] == _ENTER or op[0] == _LOAD:
+                    if op[0] == _ENTER:
+                        walked.add(op[1])
+                    child = op[2]
+                    if id(child) not in seen:
+                        seen.add(id(child))
+                        pending_records.append(child)
+        return walked
+
+    def reachable(self, root: _Record) -> list[TraceEvent]:
+        """Calls of every function of the entry module and of the classes instantiated, and what they reach."""
+        self.classes = dict(_classes_of(root))  # instantiated, in the order they first were
+        calls: list[TraceEvent] = []
+        done = self.walked(root)
+        pending = [(self.entry, f) for f in self.entry.facts.functions.values()]
+        pending += self.instantiated_methods()
+        while pending:
+            mod, func = pending.pop()
+            if (mod.path, func.qualname) in done:
+                continue
+            done.add((mod.path, func.qualname))
+            found, more = self.collect_calls(mod, func)
+            calls.extend(found)
+            pending.extend(more)
+        return calls
+
+    def uncalled(self, root: _Record) -> list[TraceEvent]:
+        """The events of the entry module's functions and methods that its run never entered, and of
+        what they call and import, each function walked once (the order does not matter here).
+
+        A walk of its own from a fresh state (only the entry loaded), over the shared programs,
+        without records: those hold for walks that enter a function again. The events keep
+        their own `via`, relative to the function they are in.
+        """
+        entry, out = self.entry, []
+        walked = self.walked(root)
+        loaded, stack = {entry.path}, set()
+
+        def walk(prog: _Program, depth: int) -> None:
+            for op in prog.ops:
+                kind = op[0]
+                if kind == _EMIT:
+                    if len(out) < MAX_EVENTS:
+                        out.append(op[1])
+                elif kind == _ENTER:
+                    enter(op[1], op[2], op[3], depth)
+                elif kind == _LOAD and depth < MAX_DEPTH:
+                    for target, _ in op[1]:
+                        if target is not None and target.path not in loaded:
+                            loaded.add(target.path)
+                            memo = (_LOAD, target.path, target.name)
+                            walk(self.program(memo, target, target.facts.body, True), depth + 1)
+
+        def enter(key: tuple[str, str], mod: Module, func: FunctionFacts, depth: int) -> None:
+            if key in stack or depth >= MAX_DEPTH or key in walked:
+                return
+            stack.add(key)
+            walked.add(key)
+            walk(self.program((_ENTER, mod.path, mod.name, func.qualname), mod, func.events, False), depth + 1)
+            stack.discard(key)
+
+        for func in entry.facts.functions.values():
+            if func.qualname != "<class bodies>":
+                enter((entry.path, func.qualname), entry, func, 0)
+        return out
 
     def instantiated_methods(self):
         out = []
@@ -470,17 +902,12 @@ class _Walker:
 
     def collect_calls(self, mod: Module, func: FunctionFacts):
         """Call events of a function, unordered, and the project functions it reaches."""
-        calls, more = [], []
-        for ev in func.events:
-            call = ev.what
-            if call.__class__ is not Call:
-                continue
-            q = call.qualname
-            calls.append(TraceEvent(call, mod.path, ev.loc, (), q))
-            target = self.project.resolve(q, mod, self.search) if q else None
-            if target and target[0] == "function":
+        calls, targets = self._calls_of(mod, func)
+        more = []
+        for target in targets:
+            if target[0] == "function":
                 more.append((target[1], target[2]))
-            elif target and target[0] == "class":
+            else:
                 cls_mod, cls = target[1], target[2]
                 if (cls_mod.path, cls.name) not in self.classes:
                     self.classes[(cls_mod.path, cls.name)] = (cls_mod, cls)
@@ -490,3 +917,28 @@ class _Walker:
                         if f"{cls.name}.{m}" in cls_mod.facts.functions
                     )
         return calls, more
+
+    def _calls_of(self, mod: Module, func: FunctionFacts) -> tuple[list[TraceEvent], list[tuple]]:
+        """A function's call events and the project functions and classes they name, shared like a program."""
+        project = self.project
+        memo = ("calls", mod.path, mod.name, func.qualname)
+        for prog in project._programs.get(memo, ()):
+            if prog.search == self.search if prog.search is not None else prog.heads.isdisjoint(self.folder_names):
+                return prog.ops
+        outer, project._heads = project._heads, set()
+        calls, targets = [], []
+        try:
+            for ev in func.events:
+                call = ev.what
+                if call.__class__ is not Call:
+                    continue
+                q = call.qualname
+                calls.append(TraceEvent(call, mod.path, ev.loc, (), q))
+                target = project.resolve(q, mod, self.search) if q else None
+                if target and target[0] in ("function", "class"):
+                    targets.append(target)
+        finally:
+            heads, project._heads = project._heads, outer
+        prog = _Program((calls, targets), heads, None if heads.isdisjoint(self.folder_names) else self.search)
+        project._programs.setdefault(memo, []).append(prog)
+        return prog.ops

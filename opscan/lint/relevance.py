@@ -45,10 +45,18 @@ class CallFilter:
         self.qualnames = qualnames  # exact callees something looks for (models, op rule APIs)
         self.methods = methods  # method names op rules match on any receiver
         self.libraries = libraries
+        self._narrowed: dict[frozenset[str], CallFilter] = {}
         # Part of the facts cache key: facts built under another filter are not these facts.
         from opscan._hash import digest
 
         self.fingerprint = digest("\n".join(sorted(qualnames)) + "\0" + "\n".join(sorted(methods)) + "\0" + "\n".join(sorted(libraries)))
+
+    def without(self, libraries: frozenset[str]) -> CallFilter:
+        """This filter, keeping calls into `libraries` too (packages the project provides itself)."""
+        narrowed = self._narrowed.get(libraries)
+        if narrowed is None:
+            narrowed = self._narrowed[libraries] = CallFilter(self.qualnames, self.methods, self.libraries - libraries)
+        return narrowed
 
     def dropped_library(self, qualname: str | None, method: str | None) -> str | None:
         """None to record the call; else the library it was dropped as belonging to ("" for an unknown callee)."""

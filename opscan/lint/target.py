@@ -45,6 +45,8 @@ _PYLOCK = r"^pylock\.[^./\\]+\.toml$"
 _REQUIREMENTS = r"(?i)^requirements.*\.(txt|in)$"
 CONDA_NAMES = frozenset({"pytorch", "pytorch-gpu", "pytorch-cpu", "torch"})
 ENV_IGNORE_INSTALLED = "OPSCAN_IGNORE_INSTALLED_TORCH"
+# The names in a folder that can change what it declares, lowercased (a superset: see TorchTargets.listed).
+DECLARING_NAMES = ("uv.lock", "poetry.lock", "pylock.", "pyproject.toml", "requirements", "setup.", "environment.", ".git", ".hg")
 MAX_INCLUDE_DEPTH = 16
 
 
@@ -129,11 +131,13 @@ class Declaration:
 
 
 class _Reader:
-    """Reads the torch requirements of one folder's files; warnings collect in `warnings`."""
+    """Reads the torch requirements of one folder's files; warnings collect in `warnings`, the
+    paths of the files read or looked for in `read`."""
 
-    def __init__(self, known: tuple[str, ...], warnings: list[str]):
+    def __init__(self, known: tuple[str, ...], warnings: list[str], read: set[str]):
         self.known = known
         self.warnings = warnings
+        self.read = read
 
     def _warn(self, message: str) -> None:
         text = f"warning: {message}"
@@ -226,18 +230,28 @@ class _Reader:
         raw = self._bytes(file)
         if raw is None or not _mentions_torch(raw):
             return None
+        from opscan import _toml
+
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            return None
+        data = _toml.loads(text)  # plain files without tomllib's start-up; None: tomllib decides
+        if data is not None:
+            return data
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover
             import tomli as tomllib
         try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
             return None
-        return data
 
     def _bytes(self, file: Path) -> bytes | None:
+        self.read.add(str(file))
         try:
             return file.read_bytes()
         except OSError as exc:
@@ -273,6 +287,7 @@ class _Reader:
                 target = file.parent / os.path.expandvars(include.group(1))
                 if depth >= MAX_INCLUDE_DEPTH:
                     continue
+                self.read.add(str(target))
                 if not target.is_file():
                     self._warn(f"{_shown(file)}: included file {include.group(1)} not found")
                     continue
@@ -368,6 +383,7 @@ class _Reader:
                 include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", item)
                 if include:
                     target = file.parent / include.group(1)
+                    self.read.add(str(target))
                     if target.is_file():
                         out += self.requirements(target)
                     else:
@@ -593,15 +609,19 @@ def _shown(path: Path | str) -> str:
 # ---------------------------------------------------------------- the installed torch
 
 
-def installed_torch(path: list[str] | None = None) -> tuple[str, str] | None:
+def installed_torch(path: list[str] | None = None, listed: set | None = None, read: set[str] | None = None) -> tuple[str, str] | None:
     """(version, metadata folder) of the torch `importlib.metadata.version("torch")` would report, or None.
 
     The same search as importlib.metadata's path finder: each `sys.path`
     folder in order, the first `torch-*.dist-info` or `torch*.egg-info` in it
-    (its name normalized as PEP 503 does), its `Version:` header.
+    (its name normalized as PEP 503 does), its `Version:` header. `listed`, if
+    given, gets the folders listed (with the prefix of the names that matter,
+    see TorchTargets.listed), `read` the metadata files read.
     """
     for entry in sys.path if path is None else path:
         folder = entry or "."
+        if listed is not None:
+            listed.add((os.path.abspath(folder), ("torch",)))
         try:
             names = os.listdir(folder)
         except (OSError, ValueError):  # a zip file, a folder that is gone
@@ -616,6 +636,8 @@ def installed_torch(path: list[str] | None = None) -> tuple[str, str] | None:
             meta = os.path.join(folder, name)
             if os.path.isdir(meta):
                 meta = os.path.join(meta, "METADATA" if low.endswith(".dist-info") else "PKG-INFO")
+            if read is not None:
+                read.add(os.path.abspath(meta))
             version = _metadata_version(meta)
             if version:
                 return version, os.path.join(folder, name)
@@ -645,7 +667,10 @@ class TorchTargets:
     `configured` is `--torch-version` or `torch-version` from the config,
     `configured_from` says which; `installed` False skips the installed torch
     (as does OPSCAN_IGNORE_INSTALLED_TORCH=1); `stop_at` ends the walk up
-    after that folder. `warnings` collects, once each, what could not be read.
+    after that folder. `warnings` collects, once each, what could not be read;
+    `read` gets every file read or looked for, `listed` every folder whose
+    listing was read, as (folder, prefixes): only the names that start with
+    one of the prefixes (lowercased) matter (opscan.lint.runcache).
     """
 
     def __init__(
@@ -659,9 +684,11 @@ class TorchTargets:
     ):
         self.known = tuple(known)
         self.warnings: list[str] = []
+        self.read: set[str] = set()
+        self.listed: set[tuple[str, tuple[str, ...]]] = set()
         self.installed = installed and os.environ.get(ENV_IGNORE_INSTALLED, "") in ("", "0")
         self.stop_at = Path(os.path.abspath(stop_at)) if stop_at is not None else None
-        self._reader = _Reader(self.known, self.warnings)
+        self._reader = _Reader(self.known, self.warnings, self.read)
         self._folders: dict[str, tuple[TorchRange, str] | None] = {}  # folder -> (range, the folder it was declared in)
         self._fallback: TorchRange | None = None
         self.fixed: TorchRange | None = None  # the configured range, which every file gets
@@ -709,12 +736,15 @@ class TorchTargets:
 
     def _declared_in(self, folder: str) -> tuple[TorchRange | None, bool]:
         """The union of the torch requirements declared by one folder's files, and whether it ends the walk."""
+        self.listed.add((folder, DECLARING_NAMES))
         try:
             names = os.listdir(folder)
         except (OSError, ValueError):
             return None, False
         present = set(names)
         base = Path(folder)
+        # What each name is (a file, a folder) matters too; .git and .hg only by their presence.
+        self.read.update(str(base / n) for n in names if n.lower().startswith(DECLARING_NAMES[:-2]))
         reader = self._reader
         declarations: list[Declaration] = []
         for name in [*LOCK_FILES, *sorted(n for n in names if n.startswith("pylock.") and re.match(_PYLOCK, n))]:
@@ -725,6 +755,7 @@ class TorchTargets:
                 declarations += reader.pyproject(base / "pyproject.toml")
             requirement_files = sorted(n for n in names if n[:12].lower() == "requirements" and re.match(_REQUIREMENTS, n) and os.path.isfile(base / n))
             if "requirements" in present and os.path.isdir(base / "requirements"):
+                self.read.add(str(base / "requirements"))
                 try:
                     requirement_files += sorted(
                         f"requirements/{n}" for n in os.listdir(base / "requirements") if n.endswith((".txt", ".in")) and os.path.isfile(base / "requirements" / n)
@@ -751,7 +782,7 @@ class TorchTargets:
     def fallback(self) -> TorchRange:
         """Where the project declares nothing: the installed torch, else every known release."""
         if self._fallback is None:
-            found = installed_torch() if self.installed else None
+            found = installed_torch(listed=self.listed, read=self.read) if self.installed else None
             if found is not None:
                 version, meta = found
                 where = f"installed torch {version} ({_shown(meta)})"

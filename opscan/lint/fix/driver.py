@@ -56,6 +56,8 @@ class FixOutcome:
     notices: list[str] = field(default_factory=list)
     # Fixes that were not applied because they are unsafe and --unsafe-fixes was not given.
     unsafe_available: int = 0
+    # The fixed bytes of each file changed, by real path (what `opscan lint - --fix` prints).
+    sources: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -124,14 +126,17 @@ def apply(
     unsafe: bool,
     write: bool,
     relint: Callable[[dict[str, bytes]], Report] | None = None,
+    sources: dict[str, bytes] | None = None,
 ) -> FixOutcome:
     """Apply the fixes of `report`'s findings: safe ones, and unsafe ones too with `unsafe`.
 
     With `relint` (a function that lints again with some files' contents
     replaced, keyed by absolute path), fix and re-lint in memory until nothing
     changes. With `write`, write each changed file once, atomically; otherwise
-    only compute the diff.
+    only compute the diff. `sources` holds contents, by real path, that are not
+    on disk (stdin): they are fixed in memory and never written.
     """
+    sources = sources or {}
     outcome = FixOutcome()
     files: dict[str, _File] = {}
     refused: set[str] = set()  # files never to touch: unreadable, changed, DET000, libcst trouble
@@ -147,7 +152,7 @@ def apply(
             state = files.get(key)
             if state is None:
                 try:
-                    state = _read(key, findings[0].path or key)
+                    state = _read(key, findings[0].path or key, sources.get(key))
                     _check_unchanged(state, findings)
                 except CannotFix as exc:
                     outcome.notices.append(f"warning: not fixed: {findings[0].path}: {exc}")
@@ -182,7 +187,8 @@ def apply(
     for key, state in sorted(files.items(), key=lambda kv: kv[1].display):
         if key in refused or state.current == state.text:
             continue
-        if write:
+        outcome.sources[key] = state.current_bytes
+        if write and key not in sources:
             try:
                 atomic_write_bytes(state.path, state.current_bytes, expect=state.original)
             except ChangedOnDiskError:
@@ -197,10 +203,11 @@ def apply(
     return outcome
 
 
-def _read(path: str, display: str) -> _File:
+def _read(path: str, display: str, data: bytes | None = None) -> _File:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        if data is None:
+            with open(path, "rb") as fh:
+                data = fh.read()
     except OSError as exc:
         raise CannotFix(f"cannot read file: {exc.strerror or exc}") from None
     try:

@@ -58,7 +58,7 @@ def check(ctx: Context) -> None:
     if not ctx.cublas_checked:
         return  # no targeted torch reads the variable
     first_cuda = None
-    for event in ctx.trace.events:
+    for event in ctx.trace.effects:  # the events that are not calls, in order
         what = event.what
         if what.__class__ is CudaWork and first_cuda is None:
             first_cuda = event

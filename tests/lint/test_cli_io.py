@@ -1,0 +1,186 @@
+"""What `opscan lint` reads and prints beyond the findings: stdin (for editors), paths, the progress line."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+from opscan.cli import main
+from tests.util import chdir, subprocess_env
+
+ROOT = Path(__file__).resolve().parents[2]
+SEEDS = b"import torch\n\ntorch.manual_seed(0)\n"
+
+
+def _cli(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "opscan", "lint", "--no-cache", *args], cwd=cwd, env=env, input=stdin, capture_output=True)
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[tool.opscan.lint]\nper-file-ignores = {"quiet/*.py" = ["DET002"]}\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "seeding.py").write_text("import torch\n\n\ndef seed_all():\n    torch.manual_seed(0)\n")
+    return tmp_path
+
+
+# ---------------------------------------------------------------- stdin
+
+
+def test_stdin_is_linted_as_the_file_it_names(tmp_path):
+    project = _project(tmp_path)
+    proc = _cli(["--stdin-filename", "train.py", "-"], project, SEEDS)
+    assert proc.returncode == 1
+    out = proc.stdout.decode()
+    assert out.startswith("train.py:3:1: DET001 ") and "train.py:3:1: DET002 " in out
+    assert not (project / "train.py").exists()  # never written
+
+
+def test_stdin_without_a_name_is_shown_as_a_dash(tmp_path):
+    proc = _cli(["-"], _project(tmp_path), SEEDS)
+    assert proc.stdout.decode().startswith("-:3:1: DET001 ")
+
+
+def test_stdin_with_only_stdin_filename_reads_stdin(tmp_path):
+    proc = _cli(["--stdin-filename", "train.py"], _project(tmp_path), SEEDS)
+    assert proc.returncode == 1 and "train.py:3:1: DET001 " in proc.stdout.decode()
+
+
+def test_stdin_takes_the_named_files_config_and_per_file_ignores(tmp_path):
+    project = _project(tmp_path)
+    (project / "quiet").mkdir()
+    out = _cli(["--stdin-filename", "quiet/train.py", "-"], project, SEEDS).stdout.decode()
+    assert "DET001" in out and "DET002" not in out
+
+
+def test_stdin_imports_resolve_from_the_named_file(tmp_path):
+    """A relative import in the source on stdin resolves from --stdin-filename's package."""
+    project = _project(tmp_path)
+    source = b"from .seeding import seed_all\n\nseed_all()\n"
+    out = _cli(["--stdin-filename", "pkg/train.py", "-"], project, source).stdout.decode()
+    assert "pkg/train.py:3:1: DET001 [*] Seeds via `pkg.seeding.seed_all` (`torch.manual_seed`)" in out
+
+
+def test_stdin_fix_prints_the_fixed_source_and_writes_nothing(tmp_path):
+    project = _project(tmp_path)
+    proc = _cli(["--stdin-filename", "train.py", "--fix", "-"], project, SEEDS)
+    fixed = proc.stdout.decode()
+    assert "torch.use_deterministic_algorithms(True)" in fixed and 'CUBLAS_WORKSPACE_CONFIG", ":4096:8"' in fixed
+    assert proc.returncode == 0, proc.stderr
+    assert "Fixed 2 errors." in proc.stderr.decode()
+    assert not (project / "train.py").exists()
+    # What it printed is clean.
+    again = _cli(["--stdin-filename", "train.py", "-"], project, proc.stdout)
+    assert again.returncode == 0, again.stdout
+
+
+def test_stdin_fix_without_fixes_echoes_the_source(tmp_path):
+    source = b"import torch\r\nx = 1  # no findings\r\n"
+    proc = _cli(["--fix", "-"], _project(tmp_path), source)
+    assert proc.returncode == 0 and proc.stdout == source
+
+
+def test_stdin_diff_prints_the_patch(tmp_path):
+    proc = _cli(["--stdin-filename", "train.py", "--diff", "-"], _project(tmp_path), SEEDS)
+    assert proc.returncode == 1
+    assert proc.stdout.decode().startswith("--- train.py\n+++ train.py\n")
+
+
+def test_stdin_with_other_paths_is_an_error(tmp_path):
+    proc = _cli(["-", "train.py"], _project(tmp_path), SEEDS)
+    assert proc.returncode == 2 and b"stdin" in proc.stderr
+
+
+def test_stdin_force_exclude_skips_an_excluded_name(tmp_path):
+    project = _project(tmp_path)
+    (project / "pyproject.toml").write_text('[tool.opscan]\nextend-exclude = ["gen"]\n')
+    args = ["--stdin-filename", "gen/train.py", "-"]
+    assert "DET001" in _cli(args, project, SEEDS).stdout.decode()
+    assert _cli(["--force-exclude", *args], project, SEEDS).returncode == 0
+
+
+# ---------------------------------------------------------------- paths
+
+
+def test_paths_are_relative_to_the_working_directory_even_above_it(tmp_path, capsys):
+    project = _project(tmp_path)
+    (project / "train.py").write_bytes(SEEDS)
+    (project / "sub").mkdir()
+    (project / "sub" / "eval.py").write_bytes(SEEDS)
+    with chdir(project / "sub"):
+        main(["lint", "--no-cache", ".."])
+    out = capsys.readouterr().out
+    assert "../train.py:3:1: DET001 " in out
+    assert "\neval.py:3:1: DET001 " in "\n" + out
+    assert str(project) not in out
+
+
+# ---------------------------------------------------------------- progress
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_is_drawn_on_a_terminal_only_after_a_second():
+    from opscan.lint.engine import Progress
+
+    now = [100.0]
+    out = _Terminal()
+    progress = Progress(out)
+    progress.clock = lambda: now[0]
+    progress.started = now[0]
+    progress.phase("Linting", 3)
+    progress.advance(1)
+    assert out.getvalue() == ""  # under a second: nothing
+    now[0] += 1.5
+    progress.advance(1)
+    assert out.getvalue() == "\r\x1b[KLinting 2/3 files"
+    progress.close()
+    assert out.getvalue().endswith("\r\x1b[K")  # the line is wiped before the report
+
+
+def test_progress_goes_to_a_terminal_and_never_into_pipes(tmp_path, monkeypatch, capsys):
+    from opscan.commands import lint as lint_command
+
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    monkeypatch.delenv("TERM", raising=False)
+    assert lint_command._progress() is not None
+    monkeypatch.setenv("TERM", "dumb")
+    assert lint_command._progress() is None
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert lint_command._progress() is None
+
+
+def test_progress_counts_the_files_of_every_worker_process(tmp_path, monkeypatch):
+    from opscan.config import Config
+    from opscan.lint import engine
+    from opscan.rules import NEWEST_TORCH
+
+    (tmp_path / "__init__.py").write_text("")  # a package: its modules are read on every core first
+    for n in range(12):
+        (tmp_path / f"train{n}.py").write_bytes(SEEDS)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "_workers", lambda: 2)
+    seen = []
+
+    class Counting(engine.Progress):
+        DELAY = 0.0
+        INTERVAL = 0.0
+
+        def advance(self, n):
+            super().advance(n)
+            seen.append((self.label, self.count))
+
+    progress = Counting(_Terminal())
+    with chdir(tmp_path):
+        report = engine.run(["."], Config(root=tmp_path), torch_version=NEWEST_TORCH, use_cache=False, progress=progress)
+    assert len({f.path for f in report.findings}) == 12
+    assert max(c for label, c in seen if label == "Reading") == 13  # with __init__.py
+    assert max(c for label, c in seen if label == "Linting") == 13
