@@ -55,13 +55,7 @@ import ctypes
 
 import torch
 
-from opscan.trace.recordwriter import (  # noqa: F401 - re-exported
-    HostSlots,
-    Resolver,
-    combine,
-    fmix64,
-    geometry_salt,
-)
+from opscan.trace.recordwriter import HostSlots, Resolver, combine
 
 SCHEMES = ("xor64+sum", "xor64")
 DEFAULT_SCHEME = "xor64+sum"

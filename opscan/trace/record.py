@@ -27,8 +27,9 @@ The per-op path, in order (`RecordMode.__torch_dispatch__`):
    returned, is fingerprinted, on its device, without reading anything back.
    A view op's outputs are not (they alias a tensor already fingerprinted),
    nor are the uninitialised outputs of `empty` and friends.
-5. One tuple is appended to the step's list. JSON is made at the end of the
-   step, after the step's single device-to-host copy.
+5. One tuple is appended to the step's list. At the end of the step, after
+   its single device-to-host copy, the step goes to the record's writer
+   (opscan/trace/recordwriter.py), which makes the JSON beside training.
 
 Global state: the recorder restores what it touches (grad mode around its
 own work, the optimizer hooks, the dispatch mode stack, the flags it sets,
@@ -52,7 +53,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 from opscan.trace import collectives
 from opscan.trace.fingerprint import DEFAULT_SCHEME, FLOATS, Fingerprinter
 from opscan.trace.ranks import header_env
-from opscan.trace.recordwriter import RecordFile, Step, open_writer  # noqa: F401 - RecordFile re-exported
+from opscan.trace.recordwriter import Step, open_writer
 from opscan.trace.sourcemap import (
     NOWHERE,
     PHASE_BACKWARD,
@@ -510,12 +511,10 @@ class Recorder:
             if self._uninitialised:  # what the op writes is initialised from now on
                 self._written(info, args, kwargs)
             seen = {id(t) for t in tensors}
-            for pos, name, kw_only in info.mutable:
-                value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
-                for t in value if isinstance(value, (list, tuple)) else (value,):
-                    if isinstance(t, torch.Tensor) and id(t) not in seen:
-                        seen.add(id(t))
-                        tensors.append(t)
+            for t in _written_tensors(info, args, kwargs):
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    tensors.append(t)
         outs, norm = [], None
         if info.uninitialised:
             for t in tensors:
@@ -550,24 +549,14 @@ class Recorder:
 
     def before_write(self, info: OpInfo, args, kwargs) -> None:
         """What the op is about to write, for the fingerprinter's queue of staging copies."""
-        tensors = []
-        for pos, name, kw_only in info.mutable:
-            value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
-            if isinstance(value, torch.Tensor):
-                tensors.append(value)
-            elif isinstance(value, (list, tuple)):
-                tensors.extend(t for t in value if isinstance(t, torch.Tensor))
-        self.fpr.before_write(tensors)
+        self.fpr.before_write(list(_written_tensors(info, args, kwargs)))
 
     def _written(self, info: OpInfo, args, kwargs) -> None:
-        for pos, name, kw_only in info.mutable:
-            value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
-            for t in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(t, torch.Tensor):
-                    try:
-                        self._uninitialised.discard(t.untyped_storage().data_ptr())
-                    except RuntimeError:
-                        pass
+        for t in _written_tensors(info, args, kwargs):
+            try:
+                self._uninitialised.discard(t.untyped_storage().data_ptr())
+            except RuntimeError:
+                pass
 
     def new_many(self, tensors):
         """`new` for many tensors at once (a foreach op's outputs); the first floating-point one's norm too."""
@@ -864,6 +853,15 @@ def _norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
             zero = torch.full((), float("nan"), device=t.device) if zero is None else zero
             out.append(zero)
     return out
+
+
+def _written_tensors(info: OpInfo, args, kwargs):
+    """The tensors an op writes in place, by its schema (`info.mutable`): each one, lists flattened."""
+    for pos, name, kw_only in info.mutable:
+        value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, torch.Tensor):
+                yield t
 
 
 def _first_tensor(args):

@@ -319,10 +319,10 @@ class InlineWriter:
         try:
             if end_line is not None:
                 self.out.write([end_line])
-        except OSError:
+            path = self.out.commit() if commit else self.out.abandon(remove=remove)
+        except OSError:  # nothing half-written stays behind
             self.out.abandon(remove=True)
             raise
-        path = self.out.commit() if commit else self.out.abandon(remove=remove)
         return path, self.out.bytes
 
 
@@ -419,10 +419,10 @@ def open_writer(path: str, scheme: str):
 
 
 def serve(stdin=None, stdout=None) -> None:
-    """The writer process's loop: read messages until "finish" or end-of-file."""
+    """The writer process's loop: an InlineWriter fed by messages until "finish" or end-of-file."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
-    encoder = None
+    writer = None
     error = None
 
     def reply(message) -> None:
@@ -433,13 +433,13 @@ def serve(stdin=None, stdout=None) -> None:
         try:
             message = pickle.load(stdin)
         except (EOFError, OSError, pickle.UnpicklingError):
-            if encoder is not None:  # the training process is gone: keep what was written
-                encoder.out.abandon(remove=False)
+            if writer is not None:  # the training process is gone: keep what was written
+                writer.out.abandon(remove=False)
             return
         kind = message[0]
         if kind == "open":
             try:
-                encoder = Encoder(RecordFile(message[1]), message[2])
+                writer = InlineWriter(message[1], message[2])
             except OSError as exc:
                 reply(("opened", f"{exc.strerror or exc}: {message[1]}.partial"))
                 return
@@ -449,22 +449,20 @@ def serve(stdin=None, stdout=None) -> None:
             path = None
             if error is None:
                 try:
-                    if end_line is not None:
-                        encoder.out.write([end_line])
-                    path = encoder.out.commit() if commit else encoder.out.abandon(remove=remove)
-                except OSError as exc:
-                    error = f"{exc.strerror or exc}: {encoder.out.partial}"
-            if error is not None:
-                encoder.out.abandon(remove=True)
-            reply(("done", path, encoder.out.bytes, error))
+                    path, _ = writer.finish(end_line, commit=commit, remove=remove)
+                except OSError as exc:  # InlineWriter.finish removed PATH.partial
+                    error = f"{exc.strerror or exc}: {writer.out.partial}"
+            else:
+                writer.out.abandon(remove=True)
+            reply(("done", path, writer.bytes, error))
             return
         elif error is None:
             try:
                 if kind == "line":
-                    encoder.out.write([message[1]])
+                    writer.line(message[1])
                 else:
-                    encoder.write_step(message[1])
+                    writer.step(message[1])
             except OSError as exc:  # disk full, say: stop writing, report it at the end
-                error = f"{exc.strerror or exc}: {encoder.out.partial}"
+                error = f"{exc.strerror or exc}: {writer.out.partial}"
             except Exception as exc:  # noqa: BLE001 - a bug here: reported at the end, never a traceback on the user's terminal
                 error = f"the record writer failed: {type(exc).__name__}: {exc}"

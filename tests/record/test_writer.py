@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -11,7 +12,16 @@ import sys
 
 import pytest
 
-from opscan.trace.recordwriter import InlineWriter, ProcessWriter, Step, WriterError, combine, fmix64, geometry_salt, serve
+from opscan.trace.recordwriter import (
+    InlineWriter,
+    ProcessWriter,
+    Step,
+    WriterError,
+    combine,
+    fmix64,
+    geometry_salt,
+    serve,
+)
 
 
 def _slots(*values: int) -> bytes:
@@ -68,7 +78,7 @@ def test_the_writer_process_writes_what_the_inline_writer_writes(tmp_path):
     view = f"{fmix64(int(fp, 16) ^ geometry_salt((2, 2), (2, 1), 0, 'torch.float32')):016x}"
     assert lines[2]["in"] == [f"p:w@{fp}"] and lines[2]["out"] == [view] and lines[2]["rng"] == {"device": "cpu"}
     assert lines[3] == {"type": "step", "step": 0, "ops": 2, "params": {"w": {"fp": fp, "norm": 3.0, "sample": lines[3]["params"]["w"]["sample"]}}, "loss": 0.25}
-    assert struct.unpack("<f", __import__("base64").b64decode(lines[3]["params"]["w"]["sample"])) == (1.5,)
+    assert struct.unpack("<f", base64.b64decode(lines[3]["params"]["w"]["sample"])) == (1.5,)
     assert [d["i"] for d in lines if d["type"] == "op"] == [0, 1, 2, 3]  # numbered across steps
     assert lines[-1] == {"type": "end"}
 
