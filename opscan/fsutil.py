@@ -20,13 +20,21 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
     `expect` is given and the file no longer holds exactly those bytes,
     nothing is written and ChangedOnDiskError is raised.
     """
-    target = Path(path)
+    # Through a symlink to the file it names: replacing the link itself would cut it.
+    target = Path(os.path.realpath(path))
     mode = None
     try:
         st = target.stat()
         mode = stat.S_IMODE(st.st_mode)
     except FileNotFoundError:
         mode = 0o666 & ~_umask()
+    else:
+        if is_special_file(st):
+            # /dev/null, /dev/stdout, a named pipe: renaming onto it would swap the device
+            # for a plain file (as root, for every process on the machine). Write through it.
+            with open(target, "wb") as fh:
+                fh.write(data)
+            return
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".opscan-tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -54,6 +62,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
         pass
     finally:
         os.close(dir_fd)
+
+
+def is_special_file(st: os.stat_result) -> bool:
+    """A device, FIFO or socket: something written into, never replaced by a rename."""
+    return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
 
 
 def _umask() -> int:

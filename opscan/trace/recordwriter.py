@@ -35,6 +35,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from opscan.fsutil import is_special_file
+
 _M64 = (1 << 64) - 1
 
 
@@ -177,6 +179,13 @@ class Step:
     new_param_handles: dict[int, str] = field(default_factory=dict)  # handle -> parameter name, for "p:NAME@FP" inputs
 
 
+def _is_special(path: str) -> bool:
+    try:
+        return is_special_file(os.stat(path))
+    except OSError:
+        return False
+
+
 class RecordFile:
     """The record on disk: streamed to PATH.partial, renamed to PATH once the run has finished.
 
@@ -186,7 +195,9 @@ class RecordFile:
 
     def __init__(self, path: str):
         self.path = path
-        self.partial = path + ".partial"
+        # A device or pipe (-o /dev/null, a FIFO) is streamed into directly: a partial
+        # file beside /dev/null renamed onto it would replace the device.
+        self.partial = path if _is_special(path) else path + ".partial"
         self._file = open(self.partial, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
         self.bytes = 0
 
@@ -200,7 +211,8 @@ class RecordFile:
 
     def commit(self) -> str:
         self._file.close()
-        os.replace(self.partial, self.path)
+        if self.partial != self.path:
+            os.replace(self.partial, self.path)
         return self.path
 
     def abandon(self, *, remove: bool) -> str | None:
@@ -210,10 +222,11 @@ class RecordFile:
         except OSError:  # what is still buffered cannot be written either (a full disk)
             pass
         if remove:
-            try:
-                os.unlink(self.partial)
-            except OSError:
-                pass
+            if self.partial != self.path:  # never unlink a device or pipe we streamed into
+                try:
+                    os.unlink(self.partial)
+                except OSError:
+                    pass
             return None
         return self.partial
 

@@ -243,10 +243,11 @@ def test_command_line_exit_2_without_traceback(good, tmp_path, make):
         assert "error:" in (proc.stdout if fmt == "text" else proc.stderr)
 
 
-def test_compare_never_imports_torch(good):
+def test_compare_never_imports_torch(good, tmp_path):
+    out = str(tmp_path / "report.txt")
     code = (
         "import sys; from opscan.cli import main; "
-        f"rc = main(['compare', {str(good)!r}, {str(good)!r}, '-o', '/dev/null']); "
+        f"rc = main(['compare', {str(good)!r}, {str(good)!r}, '-o', {out!r}]); "
         "assert 'torch' not in sys.modules, 'compare imported torch'; sys.exit(rc)"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))

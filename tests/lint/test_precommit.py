@@ -9,10 +9,13 @@ not pull torch.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,12 +37,26 @@ class GitError(RuntimeError):
     """A git command failed; the message holds what it printed."""
 
 
+@functools.cache
+def _empty_git_config() -> str:
+    """An empty file for GIT_CONFIG_GLOBAL: the user's config stays out of the test.
+
+    Not os.devnull: on a machine where /dev/null was once replaced by a plain file
+    with something in it, git stops at "bad config line 1 in file /dev/null".
+    """
+    folder = tempfile.mkdtemp(prefix="opscan-git-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = os.path.join(folder, "gitconfig")
+    open(path, "w").close()
+    return path
+
+
 def _git(*args: str, cwd: Path) -> str:
     env = {
         **os.environ,
         "GIT_AUTHOR_NAME": "opscan tests", "GIT_AUTHOR_EMAIL": "tests@opscan.invalid",
         "GIT_COMMITTER_NAME": "opscan tests", "GIT_COMMITTER_EMAIL": "tests@opscan.invalid",
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": _empty_git_config(), "GIT_CONFIG_NOSYSTEM": "1",
     }  # fmt: skip
     proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode:  # say what git said: a bare CalledProcessError hides it
@@ -84,7 +101,7 @@ def hook_repo(tmp_path_factory) -> tuple[Path, str]:
 
 def _pre_commit(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPSCAN_", "GIT_", "PRE_COMMIT"))}
-    env.update(PRE_COMMIT_HOME=str(home), GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(PRE_COMMIT_HOME=str(home), GIT_CONFIG_GLOBAL=_empty_git_config(), GIT_CONFIG_NOSYSTEM="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pre_commit", "run", "--color", "never", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=900,

@@ -146,3 +146,25 @@ def test_the_writer_process_imports_no_torch(tmp_path):
     code = f"import sys; sys.path.insert(0, {root!r}); import opscan.trace.recordwriter; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("commit", [True, False])
+def test_a_named_pipe_is_streamed_into_and_stays_a_pipe(tmp_path, commit):
+    """`record -o /dev/null` or a FIFO: no PATH.partial beside it renamed onto the device, none removed either."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "r.pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    writer = InlineWriter(str(fifo), "xor64")
+    writer.line('{"type":"header"}')
+    writer.step(_step(0))
+    kept, _ = writer.finish('{"type":"end"}' if commit else None, commit=commit, remove=not commit)
+    reader.join(timeout=10)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["r.pipe"]
+    assert kept == (str(fifo) if commit else None)
+    assert got and got[0].startswith(b'{"type":"header"}\n')
