@@ -115,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except OSError as exc:
         return error(f"{_who(rank)}cannot write {path}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        # docs/record.md: a run cut short leaves PATH.partial "and opscan says so"; Ctrl-C said only "interrupted".
+        if os.path.isfile(path + ".partial"):
+            print(f"opscan: {_who(rank)}{path}.partial holds the steps recorded so far", file=sys.stderr)
+        raise
     if rank is not None:
         return _finish_rank(result, rank, args.record_path, started)
     for notice in result.notices:

@@ -358,9 +358,13 @@ class ProcessWriter:
         code = f"import sys; sys.path.insert(0, {root!r}); from opscan.trace.recordwriter import serve; serve()"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSTARTUP",)}
         try:
+            # A session of its own: a terminal's Ctrl-C goes to the whole foreground process group,
+            # and in here it printed a KeyboardInterrupt traceback and dropped the record's ending.
+            # The training process decides: it ends the record, or dies and this one reads end-of-file.
             self._proc = subprocess.Popen(
-                [sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True
-            )
+                [sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+                start_new_session=True,
+            )  # fmt: skip
         except OSError as exc:
             raise WriterError(f"the record writer process could not start: {exc}") from None
         self.bytes = 0
