@@ -34,7 +34,9 @@ def emit(report, args: argparse.Namespace) -> int:
     try:
         write(render(report, args.output_format), args.output_file)
     except OSError as exc:
-        return error(f"cannot write {args.output_file}: {exc.strerror or exc}")
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     if args.output_format != "text" or args.output_file not in (None, "-"):
         for notice in report.notices:
             print(f"opscan: {notice}", file=sys.stderr)

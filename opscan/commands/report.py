@@ -134,7 +134,9 @@ def _render(report, args: argparse.Namespace) -> int:
     try:
         write(render(report, args.output_format), args.output_file)
     except OSError as exc:
-        return error(f"cannot write {args.output_file}: {exc.strerror or exc}")
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     return EXIT_CLEAN
 
 
