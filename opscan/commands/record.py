@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from opscan.commands.common import EXIT_CLEAN, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, check_output_path, error, needs_torch
 from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
 
 SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
@@ -71,16 +71,6 @@ def check_record_args(args: argparse.Namespace, command: str):
     if path != "." and not os.path.isfile(path):
         return None, None, error(f"{path}: no such file")
     return target, settings, None
-
-
-def check_output_path(path: str) -> str | None:
-    """Why a record cannot be written at `path`, or None."""
-    if os.path.isdir(path):
-        return f"{path} is a directory; give -o a file name"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"cannot write {path}: no folder {folder}"
-    return None
 
 
 def run(args: argparse.Namespace) -> int:
