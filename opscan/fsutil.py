@@ -20,6 +20,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
     `expect` is given and the file no longer holds exactly those bytes,
     nothing is written and ChangedOnDiskError is raised.
     """
+    if is_descriptor_link(path):
+        # /dev/stdout, /dev/fd/N: a stream of this process, whatever it is now. Resolving it names a
+        # pipe ("pipe:[N]", no path: the write failed) or a file the shell opened (renaming onto it
+        # lost what `>>` had kept there). Append through it: the shell's `>` has emptied it already.
+        with open(path, "ab") as fh:
+            fh.write(data)
+        return
     # Through a symlink to the file it names: replacing the link itself would cut it.
     target = Path(os.path.realpath(path))
     mode = None
@@ -62,6 +69,26 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
         pass
     finally:
         os.close(dir_fd)
+
+
+def is_descriptor_link(path: str | os.PathLike) -> bool:
+    """Whether `path` is, or links through, one of this process's descriptors: /dev/stdout, /dev/fd/N, /proc/self/fd/N.
+
+    Such a path stands for an open stream, not a file: it is written into,
+    never replaced by a rename, and means something else in another process.
+    (Linux; elsewhere /dev/fd/N are devices, which is_special_file sees.)
+    """
+    p = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        parts = os.path.realpath(os.path.dirname(p)).split(os.sep)
+        if len(parts) in (4, 6) and parts[1] == "proc" and parts[-1] == "fd":  # /proc/PID/fd, /proc/PID/task/TID/fd
+            return True
+        try:
+            target = os.readlink(p)
+        except OSError:  # not a link (or nothing there): a plain path
+            return False
+        p = os.path.abspath(os.path.join(os.path.dirname(p), target))
+    return False
 
 
 def is_special_file(st: os.stat_result) -> bool:

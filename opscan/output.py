@@ -61,6 +61,28 @@ def write(text: str, output_file: str | None) -> None:
     atomic_write_bytes(output_file, data)
 
 
+def cannot_write(exc: OSError, output_file: str | None) -> int:
+    """Say on stderr why `write` failed, and give the error exit code (2).
+
+    A stdout whose reader has gone (`opscan ... | head`) is not told anything:
+    every command caught that broken pipe as a failed write and said
+    "cannot write None: Broken pipe", where cli.main means it to end quietly.
+    """
+    import os
+    import sys
+
+    if output_file in (None, "-"):
+        if isinstance(exc, BrokenPipeError):
+            try:  # what is still buffered would fail again, loudly, at the interpreter's exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            return 2
+        output_file = "stdout"
+    print(f"opscan: error: cannot write {output_file}: {exc.strerror or exc}", file=sys.stderr)
+    return 2
+
+
 # ---------------------------------------------------------------- shared pieces
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -72,3 +74,41 @@ def test_dev_null_stays_a_device(tmp_path):
         pytest.skip("this machine's /dev/null is not a character device")
     atomic_write_bytes(os.devnull, b"gone\n")
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+_FD_LINKS = os.path.isdir("/proc/self/fd")
+
+
+def _write_to_own_stdout(path: str, stdout) -> subprocess.CompletedProcess:
+    """atomic_write_bytes(path) in a fresh process whose stdout is `stdout`."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"import sys; sys.path.insert(0, {root!r}); from opscan.fsutil import atomic_write_bytes; atomic_write_bytes({path!r}, b'report\\n')"
+    return subprocess.run([sys.executable, "-c", code], stdout=stdout, stderr=subprocess.PIPE, check=False, timeout=60)
+
+
+@pytest.mark.skipif(not _FD_LINKS, reason="needs /proc/self/fd")
+def test_a_descriptor_link_to_a_pipe_is_written_through(tmp_path):
+    # `-o /dev/stdout | less`: /dev/stdout is a link to /proc/self/fd/1, whose target is
+    # "pipe:[N]", no path at all; resolving it gave "cannot write: No such file or directory".
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")  # what /dev/stdout is (a test must not risk the real one)
+    proc = _write_to_own_stdout(str(link), subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"report\n"
+    assert link.is_symlink()
+
+
+@pytest.mark.skipif(not _FD_LINKS, reason="needs /proc/self/fd")
+def test_a_descriptor_link_to_a_file_appends_and_replaces_nothing(tmp_path):
+    # `-o /dev/stdout >> log`: renaming onto the link replaced it (as root, /dev/stdout itself)
+    # and writing the file it resolves to by a rename lost what the log held.
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"earlier\n")
+    with open(log, "ab") as out:
+        proc = _write_to_own_stdout(str(link), out)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_bytes() == b"earlier\nreport\n"
+    assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.txt", "stdout"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from opscan.commands.common import EXIT_ERROR, add_output_arguments, emit, error, needs_torch
+from opscan.commands.common import EXIT_ERROR, add_output_arguments, check_output_path, emit, error, needs_torch
 from opscan.commands.scan import add_target_arguments, load_targets, positive
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -62,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from opscan.config import ConfigError
     from opscan.trace.runner import TargetError
 
+    problem = check_output_path(args.output_file)  # before the timing, not after
+    if problem:
+        return error(problem)
     try:
         targets, settings = load_targets(args, "bench")
     except (TargetError, ConfigError) as exc:

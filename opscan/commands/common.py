@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from opscan.output import FORMATS
@@ -13,6 +14,22 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 def add_output_arguments(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS, default: str = "text") -> None:
     parser.add_argument("--output-format", choices=formats, default=default, help=f"report format (default {default})")
     parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+
+
+def check_output_path(path: str | None) -> str | None:
+    """Why -o PATH cannot be written, known before any work is done (a folder, or a folder that does not exist), or None.
+
+    Checked first by every command that runs something long (record, scan, diff, bench, report):
+    a diff told this only after recording both runs.
+    """
+    if path in (None, "-"):
+        return None
+    if os.path.isdir(path):
+        return f"{path} is a directory; give -o a file name"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: no folder {folder}"
+    return None
 
 
 def error(message: str) -> int:
@@ -34,7 +51,9 @@ def emit(report, args: argparse.Namespace) -> int:
     try:
         write(render(report, args.output_format), args.output_file)
     except OSError as exc:
-        return error(f"cannot write {args.output_file}: {exc.strerror or exc}")
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     if args.output_format != "text" or args.output_file not in (None, "-"):
         for notice in report.notices:
             print(f"opscan: {notice}", file=sys.stderr)

@@ -323,8 +323,9 @@ def _run(args: argparse.Namespace) -> int:
             text = "".join(line + "\n" for line in text.splitlines() if (report.findings and ": DET" in line) or line.startswith("error: "))
         write(text, args.output_file)
     except OSError as exc:
-        print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     if args.output_format != "text" or args.output_file not in (None, "-") or args.statistics:
         for problem in report.errors:  # not part of this output: say it where a person sees it
             print(f"opscan: error: {problem.message}", file=sys.stderr)
@@ -384,8 +385,9 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
     try:
         write("".join(line + "\n" for line in out), args.output_file)
     except OSError as exc:
-        print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     return 2 if missing else 0
 
 

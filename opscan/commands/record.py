@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from opscan.commands.common import EXIT_CLEAN, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, check_output_path, error, needs_torch
 from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
 
 SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
@@ -73,16 +73,6 @@ def check_record_args(args: argparse.Namespace, command: str):
     return target, settings, None
 
 
-def check_output_path(path: str) -> str | None:
-    """Why a record cannot be written at `path`, or None."""
-    if os.path.isdir(path):
-        return f"{path} is a directory; give -o a file name"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"cannot write {path}: no folder {folder}"
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     target, settings, failed = check_record_args(args, "record")
     if failed is not None:
@@ -115,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except OSError as exc:
         return error(f"{_who(rank)}cannot write {path}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        # docs/record.md: a run cut short leaves PATH.partial "and opscan says so"; Ctrl-C said only "interrupted".
+        if os.path.isfile(path + ".partial"):
+            print(f"opscan: {_who(rank)}{path}.partial holds the steps recorded so far", file=sys.stderr)
+        raise
     if rank is not None:
         return _finish_rank(result, rank, args.record_path, started)
     for notice in result.notices:

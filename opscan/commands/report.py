@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, add_output_arguments, emit, error
+from opscan.commands.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, add_output_arguments, check_output_path, emit, error
 from opscan.commands.scan import positive
 
 DEFAULT_STATE = ".opscan_cache/sweep-state.jsonl"
@@ -94,7 +94,7 @@ def _progress(what: str, deadline: float | None = None):
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    problem = _check(args)
+    problem = _check(args) or check_output_path(args.output_file)  # before measuring, not after
     if problem:
         return error(problem)
     from opscan.report import build, diff, matrix
@@ -134,7 +134,9 @@ def _render(report, args: argparse.Namespace) -> int:
     try:
         write(render(report, args.output_format), args.output_file)
     except OSError as exc:
-        return error(f"cannot write {args.output_file}: {exc.strerror or exc}")
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     return EXIT_CLEAN
 
 

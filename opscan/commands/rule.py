@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from opscan.commands.common import EXIT_CLEAN, add_output_arguments, error
 
@@ -56,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         write(text, args.output_file)
     except OSError as exc:
-        print(f"opscan: error: cannot write {args.output_file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        from opscan.output import cannot_write
+
+        return cannot_write(exc, args.output_file)
     return EXIT_CLEAN

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, check_output_path, emit, error, needs_torch
 
 PARTIAL_SCAN = (
     "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.strict and not args.probe:
         return error("--strict goes with --probe (a plain scan is always strict)")
+    problem = check_output_path(args.output_file)  # before the model runs, not after
+    if problem:
+        return error(problem)
     try:
         targets, settings = load_targets(args, "scan")
     except (TargetError, ConfigError) as exc:

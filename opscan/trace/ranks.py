@@ -159,6 +159,8 @@ def gather(info: RankInfo, folder: str, *, since: float, timeout: float | None =
             timeout = float(os.environ.get("OPSCAN_RANK_TIMEOUT", DEFAULT_TIMEOUT))
         except ValueError:
             timeout = DEFAULT_TIMEOUT
+        if not timeout >= 0:  # nan (a deadline no clock reaches: rank 0 waited forever) or negative
+            timeout = DEFAULT_TIMEOUT
     wanted = [r for r in range(info.world_size) if r != info.rank]
     found: dict[int, dict] = {}
     deadline = time.monotonic() + timeout

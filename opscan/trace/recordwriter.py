@@ -35,7 +35,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from opscan.fsutil import is_special_file
+from opscan.fsutil import is_descriptor_link, is_special_file
 
 _M64 = (1 << 64) - 1
 
@@ -196,9 +196,13 @@ class RecordFile:
     def __init__(self, path: str):
         self.path = path
         # A device or pipe (-o /dev/null, a FIFO) is streamed into directly: a partial
-        # file beside /dev/null renamed onto it would replace the device.
-        self.partial = path if _is_special(path) else path + ".partial"
-        self._file = open(self.partial, "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
+        # file beside /dev/null renamed onto it would replace the device. So is a descriptor
+        # link (/dev/stdout) whatever it leads to: /dev/stdout.partial renamed onto /dev/stdout,
+        # with stdout a file, replaced the machine's /dev/stdout. It is appended to, as the
+        # shell's `>>` asks; its `>` has emptied it already.
+        through = _is_special(path) or is_descriptor_link(path)
+        self.partial = path if through else path + ".partial"
+        self._file = open(self.partial, "a" if through else "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
         self.bytes = 0
 
     def write(self, lines: list[str]) -> None:
@@ -354,9 +358,13 @@ class ProcessWriter:
         code = f"import sys; sys.path.insert(0, {root!r}); from opscan.trace.recordwriter import serve; serve()"
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSTARTUP",)}
         try:
+            # A session of its own: a terminal's Ctrl-C goes to the whole foreground process group,
+            # and in here it printed a KeyboardInterrupt traceback and dropped the record's ending.
+            # The training process decides: it ends the record, or dies and this one reads end-of-file.
             self._proc = subprocess.Popen(
-                [sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True
-            )
+                [sys.executable, "-S", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True,
+                start_new_session=True,
+            )  # fmt: skip
         except OSError as exc:
             raise WriterError(f"the record writer process could not start: {exc}") from None
         self.bytes = 0
@@ -423,7 +431,9 @@ def open_writer(path: str, scheme: str):
     OPSCAN_RECORD_WRITER=inline asks for this process. Raises OSError when
     PATH.partial cannot be created.
     """
-    if os.environ.get("OPSCAN_RECORD_WRITER") != "inline":
+    # /dev/stdout is a descriptor of the process that opens it: in the writer process, the
+    # pipe it answers on (the record garbled its replies). This process writes it.
+    if os.environ.get("OPSCAN_RECORD_WRITER") != "inline" and not is_descriptor_link(path):
         try:
             return ProcessWriter(path, scheme)
         except WriterError:

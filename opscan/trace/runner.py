@@ -114,6 +114,13 @@ def run(
         outcome.problem = Problem(str(exc), target.name)
     except loaders.UserCodeError as exc:
         outcome.problem = Problem(str(exc), target.name, exc.format_traceback())
+    except SystemExit as exc:
+        # A model target's own sys.exit() (a script's is _run_script's): it ended opscan with the
+        # target's status and no word, and the other targets of a scan went with it.
+        status = 0 if exc.code is None else exc.code
+        outcome.problem = Problem(
+            f"{target.name} exited with status {status} (sys.exit) instead of returning", target.name, loaders.format_user_traceback(exc)
+        )
     except Exception as exc:  # noqa: BLE001 - the model's own error, whatever it is
         outcome.problem = Problem(
             f"{target.name} raised: {type(exc).__name__}: {exc}", target.name, loaders.format_user_traceback(exc)

@@ -88,6 +88,25 @@ def test_bad_input_to_diff(tmp_path):
     assert proc.returncode == 2 and "not a directory" in proc.stderr
 
 
+@pytest.mark.parametrize("where", ["folder", "missing"])
+def test_an_unwritable_report_is_refused_before_recording(tmp_path, where):
+    # -o into a folder that does not exist (or onto a folder) failed only after both runs were
+    # recorded: minutes of training, for an error that was known at the start.
+    (tmp_path / "build.py").write_text(
+        "import pathlib\nimport torch\n\n"
+        "def build():\n"
+        "    pathlib.Path('BUILT').touch()\n"
+        "    return torch.nn.Linear(2, 2), torch.ones(1, 2)\n"
+    )
+    out = tmp_path if where == "folder" else tmp_path / "no" / "such" / "diff.json"
+    proc = opscan("diff", "build.py:build", *CPU, "--steps", "1", "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert ("is a directory" if where == "folder" else "no folder") in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "BUILT").exists()  # nothing was run
+    proc = opscan("scan", "build.py:build", *CPU, "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 2 and not (tmp_path / "BUILT").exists(), proc.stderr
+
+
 def test_html_is_self_contained():
     proc = opscan("diff", "models.py:build_noisy", "--steps", "2", *CPU, "--output-format", "html")
     assert proc.returncode == 1, proc.stderr

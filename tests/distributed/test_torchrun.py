@@ -69,6 +69,21 @@ def test_rank_0_says_which_ranks_never_reported(capsys, monkeypatch):
     assert finding["message"].endswith("(on rank 0 only)")
 
 
+@pytest.mark.parametrize("value", ["nan", "-5", "banana"])
+def test_a_garbage_rank_timeout_waits_the_default_not_forever(tmp_path, monkeypatch, value):
+    # OPSCAN_RANK_TIMEOUT=nan made the deadline NaN, which no clock reaches: rank 0 waited forever for a
+    # rank that never reported. A value that is no number of seconds >= 0 falls back to the default.
+    import threading
+
+    monkeypatch.setenv("OPSCAN_RANK_TIMEOUT", value)
+    monkeypatch.setattr(ranks, "DEFAULT_TIMEOUT", 0.2)
+    done = []
+    waiter = threading.Thread(target=lambda: done.append(ranks.gather(ranks.RankInfo(0, 0, 2), str(tmp_path), since=0.0)), daemon=True)
+    waiter.start()
+    waiter.join(timeout=30)
+    assert done == [({}, [1])]
+
+
 def test_not_under_torchrun_nothing_changes(capsys, monkeypatch):
     for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)

@@ -79,12 +79,18 @@ def test_a_model_that_raises_in_its_first_step_leaves_nothing(tmp_path):
         "    return M(), torch.ones(1)\n"
         "def build_empty():\n"
         "    return torch.nn.ReLU(), torch.ones(1)\n"
+        "def build_exits():\n"
+        "    raise SystemExit(3)\n"
     )
     proc = opscan("record", "bad.py:build", *CPU, "-o", str(tmp_path / "out.jsonl"), cwd=tmp_path)
     assert proc.returncode == 2 and "no forward today" in proc.stderr
     assert _no_files(tmp_path)
     proc = opscan("record", "bad.py:build_empty", *CPU, "-o", str(tmp_path / "out.jsonl"), cwd=tmp_path)
     assert proc.returncode == 2 and "has no parameters to train" in proc.stderr and "Traceback" not in proc.stderr
+    assert _no_files(tmp_path)
+    proc = opscan("record", "bad.py:build_exits", *CPU, "-o", str(tmp_path / "out.jsonl"), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr  # was 3, opscan's own exit code taken over by the target's, and no word
+    assert "bad.py:build_exits exited with status 3 (sys.exit) instead of returning" in proc.stderr
     assert _no_files(tmp_path)
 
 

@@ -64,3 +64,30 @@ def test_compare_reads_the_prefix_and_says_it_was_cut_short(tmp_path):
     assert any("cut short" in p.message for p in report.errors)
     assert report.table("first_divergence") is not None and not report.table("first_divergence").rows
     os.remove(cut)
+
+
+def test_ctrl_c_keeps_the_prefix_without_a_traceback(tmp_path):
+    # A terminal's Ctrl-C goes to the whole foreground process group: the record writer process too,
+    # which printed a KeyboardInterrupt traceback. It must leave the ending to the training process.
+    path = tmp_path / "interrupted.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "opscan", "record", *CPU, "--steps", "1000", "-o", str(path), "--run", "train.py", "--epochs", "1000", "--sleep", "0.05"],
+        cwd=FIXTURES, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        for line in proc.stderr:
+            if line.startswith("SCRIPT step 3") or time.monotonic() > deadline:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        rest = proc.stderr.read()
+    finally:
+        proc.wait(timeout=60)
+        proc.stderr.close()
+    assert proc.returncode == 130, rest
+    assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
+    assert "opscan: interrupted" in rest and f"{path}.partial holds the steps recorded so far" in rest
+    lines = (tmp_path / "interrupted.jsonl.partial").read_text(encoding="utf-8").splitlines()
+    whole = [json.loads(text) for text in lines]  # interrupted between steps: every line is whole
+    assert whole[0]["type"] == "header"
+    assert len([d for d in whole if d["type"] == "step"]) >= 3

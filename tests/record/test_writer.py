@@ -168,3 +168,42 @@ def test_a_named_pipe_is_streamed_into_and_stays_a_pipe(tmp_path, commit):
     assert stat.S_ISFIFO(fifo.stat().st_mode) and [p.name for p in tmp_path.iterdir()] == ["r.pipe"]
     assert kept == (str(fifo) if commit else None)
     assert got and got[0].startswith(b'{"type":"header"}\n')
+
+
+_FD_LINKS = os.path.isdir("/proc/self/fd")
+
+
+@pytest.mark.skipif(not _FD_LINKS, reason="needs /proc/self/fd")
+def test_a_descriptor_link_to_a_file_is_appended_to_and_stays_a_link(tmp_path):
+    """`record -o /dev/stdout > run.jsonl`: PATH.partial beside the link was renamed onto it, and as root
+    that replaced the machine's /dev/stdout with the record. A test-local link stands in for /dev/stdout."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(b"")
+    link = tmp_path / "stdout"
+    with open(log, "ab") as out:
+        link.symlink_to(f"/proc/self/fd/{out.fileno()}")
+        writer = InlineWriter(str(link), "xor64")
+        writer.line('{"type":"header"}')
+        writer.step(_step(0))
+        kept, _ = writer.finish('{"type":"end"}', commit=True, remove=False)
+    assert kept == str(link)
+    assert link.is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl", "stdout"]
+    lines = log.read_text().splitlines()
+    assert lines[0] == '{"type":"header"}' and lines[-1] == '{"type":"end"}'
+
+
+@pytest.mark.skipif(not _FD_LINKS, reason="needs /proc/self/fd")
+def test_record_to_a_link_to_its_own_stdout_reaches_the_pipe(tmp_path):
+    """`record -o /dev/stdout | ...`: the writer process opened /dev/stdout as its own stdout, the pipe it
+    answers on, and the record garbled the replies. Such a path is written by the training process."""
+    pytest.importorskip("torch")
+    from tests.record.helpers import CPU, opscan
+
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    proc = opscan("record", "models.py:build_clean", *CPU, "-o", str(link))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0]["type"] == "header" and lines[-1]["type"] == "end"
+    assert link.is_symlink()

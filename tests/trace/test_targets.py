@@ -88,6 +88,20 @@ def test_user_code_raising_while_building_shows_its_traceback(capsys):
     assert out.count("ValueError: cannot build this model") == 2  # the message, and the traceback's last line
 
 
+def test_user_code_calling_sys_exit_is_an_error_not_opscans_exit_code(capsys):
+    # A script's sys.exit(3) was already "exited with status 3" and exit 2; a callable's ended opscan
+    # itself with status 3 and no word (the scan, and the other targets, lost with it).
+    rc, out, err = scan(capsys, "targets_misc.py:exits", "targets_misc.py:Factory.build", *CPU, "--output-format", "json")
+    assert rc == 2
+    doc = json.loads(out)
+    (problem,) = doc["errors"]
+    assert problem["target"] == "targets_misc.py:exits"
+    assert problem["message"] == "targets_misc.py:exits exited with status 3 (sys.exit) instead of returning"
+    assert 'targets_misc.py", line 65, in exits' in problem["detail"]
+    assert "opscan/trace" not in problem["detail"].replace("\\", "/")  # only the user's frames
+    assert doc["env"]["targets"] == 2  # the other target was still scanned
+
+
 def test_model_raising_in_forward_shows_its_traceback_and_keeps_the_report(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:forward_raises", *CPU, "--output-format", "json")
     assert rc == 2
