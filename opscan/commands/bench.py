@@ -6,9 +6,10 @@ Importing this module imports no torch; `run` does, after the flags and the targ
 from __future__ import annotations
 
 import argparse
+import os
 
 from opscan.commands.common import EXIT_ERROR, add_output_arguments, check_output_path, emit, error, needs_torch
-from opscan.commands.scan import add_target_arguments, load_targets, positive
+from opscan.commands.scan import add_target_arguments, load_targets, positive, target_paths
 
 FORMATS = ("text", "json", "markdown", "html")
 MIN_ROUNDS = 20
@@ -72,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     if len(targets) != 1:
         return error("opscan bench measures one target at a time")
     target = targets[0]
+    path = target_paths([target])[0]
+    if path != "." and not os.path.isfile(path):  # before "needs a GPU", which would hide it
+        return error(f"{path}: no such file")
     from opscan.bench.measure import DEFAULT_ROUNDS, DEFAULT_WARMUP
 
     rounds = args.rounds or settings.rounds or DEFAULT_ROUNDS

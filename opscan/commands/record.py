@@ -77,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
     target, settings, failed = check_record_args(args, "record")
     if failed is not None:
         return failed
+    if args.record_path == "-":
+        # Every other command reads -o - as stdout; a record there would be mixed with what the
+        # target prints. Say so rather than write a file named "-".
+        return error("record writes a file: give -o a file name (-o /dev/stdout streams it to standard output)")
     from opscan.trace import ranks
 
     rank = ranks.from_env()

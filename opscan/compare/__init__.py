@@ -14,6 +14,8 @@ A feature: it reads JSON and needs no torch.
 
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 from opscan.compare.cause import Walker
@@ -41,6 +43,17 @@ def env_differences(a: Header, b: Header) -> list[tuple[str, Any, Any]]:
     return rows
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # missing or unreadable: _open says so
+        return False
+
+
 def _open(path: str, errors: list[Problem]) -> Record | None:
     try:
         return Record(path)
@@ -53,6 +66,9 @@ def compare_records(path_a: str, path_b: str) -> Report:
     """Compare two records; never raises on bad input (the Report's `errors` say what was wrong)."""
     errors: list[Problem] = []
     notices: list[str] = []
+    if _same_file(path_a, path_b):
+        # Not an error (it checks the reader), but a "match bit for bit" from it proves nothing.
+        notices.append(f"warning: {path_a} and {path_b} are the same file; a record always matches itself")
     ra, rb = _open(path_a, errors), _open(path_b, errors)
     if ra is None or rb is None:
         for record in (ra, rb):
@@ -96,7 +112,7 @@ def compare_records(path_a: str, path_b: str) -> Report:
             f"(first: {(only_a or only_b)[0]}); the others are compared"
         )
     if comparison.identical and comparison.steps and not errors:
-        notices.append(f"the runs match bit for bit: {comparison.steps} steps, {comparison.ops} ops compared")
+        notices.append(f"the runs match bit for bit: {_count(comparison.steps, 'step')}, {_count(comparison.ops, 'op')} compared")
     return build_report(comparison, env_rows=env_rows, notices=notices, errors=errors)
 
 

@@ -195,6 +195,8 @@ class RecordFile:
 
     def __init__(self, path: str):
         self.path = path
+        # A symlink is followed: the rename replaces the file it names, and the link stays.
+        self._final = path if is_descriptor_link(path) else os.path.realpath(path)
         # A device or pipe (-o /dev/null, a FIFO) is streamed into directly: a partial
         # file beside /dev/null renamed onto it would replace the device. So is a descriptor
         # link (/dev/stdout) whatever it leads to: /dev/stdout.partial renamed onto /dev/stdout,
@@ -216,7 +218,7 @@ class RecordFile:
     def commit(self) -> str:
         self._file.close()
         if self.partial != self.path:
-            os.replace(self.partial, self.path)
+            os.replace(self.partial, self._final)
         return self.path
 
     def abandon(self, *, remove: bool) -> str | None:

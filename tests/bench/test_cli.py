@@ -38,6 +38,8 @@ def bench(capsys, *args, cwd=FIXTURES):
         (("--input-shape", "2,3,8,8", "models.py:build"), "--input-shape applies to torchvision:, timm: and hf: targets only"),
         (("--input-shape", "2,3,8,8", "--run", "train_bench.py"), "--input-shape applies to"),
         (("--device", "cpu", "models.py:build"), "opscan bench needs a CUDA GPU"),
+        (("nothere.py:build",), "nothere.py: no such file"),  # said before it needs a GPU
+        (("--run", "nothere.py"), "nothere.py: no such file"),
     ],
 )
 def test_bad_input_is_a_clear_error(capsys, tmp_path, args, message):

@@ -324,3 +324,12 @@ def test_numbers_too_large_for_a_float(good, tmp_path):
     report = compare_records(str(good), str(_write(tmp_path / "b.jsonl", lines)))
     assert report.exit_code() in (0, 1)
     json.loads(render(report, "json"), parse_constant=_no_constant)
+
+
+def test_a_record_compared_with_itself_says_so(good, tmp_path):
+    report = compare_records(str(good), str(good))
+    assert not report.errors and not report.findings
+    assert report.notices[0] == f"warning: {good} and {good} are the same file; a record always matches itself"
+    copy = tmp_path / "b.jsonl"
+    copy.write_bytes(good.read_bytes())  # an equal copy is a real second record: no warning
+    assert not any("same file" in n for n in compare_records(str(good), str(copy)).notices)

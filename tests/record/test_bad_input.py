@@ -44,6 +44,13 @@ def test_output_must_be_a_writable_file(tmp_path):
     assert proc.returncode == 2 and "-o/--output" in proc.stderr
 
 
+def test_dash_is_not_a_record_file_name(tmp_path):
+    proc = opscan("record", f"{FIXTURES / 'models.py'}:build_clean", *CPU, "-o", "-", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "record writes a file: give -o a file name (-o /dev/stdout streams it to standard output)" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_script_that_raises_keeps_the_finished_steps_as_partial(tmp_path):
     script = tmp_path / "crash.py"
     script.write_text(

@@ -207,3 +207,15 @@ def test_record_to_a_link_to_its_own_stdout_reaches_the_pipe(tmp_path):
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines[0]["type"] == "header" and lines[-1]["type"] == "end"
     assert link.is_symlink()
+
+
+def test_a_record_through_a_symlink_replaces_the_file_and_keeps_the_link(tmp_path):
+    real = tmp_path / "records" / "run.jsonl"
+    real.parent.mkdir()
+    real.write_text("old\n")
+    link = tmp_path / "run.jsonl"
+    link.symlink_to(real)
+    path, _ = _write(InlineWriter(str(link), "xor64"))
+    assert path == str(link) and link.is_symlink()
+    assert real.read_text(encoding="utf-8").startswith('{"type":"header"}\n')
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["records", "run.jsonl", "run.jsonl"]
