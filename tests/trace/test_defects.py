@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from tests.trace.helpers import FIXTURES, ROOT, opscan, scan
+from tests.util import needs_torch
 
 # Some tests here check what happens without torch (a refused target, `opscan.trace`'s install hint), so they
 # must run on a lint-only install; only the ones that build or run a model skip there.
@@ -18,7 +19,6 @@ try:
     from torch import nn
 except ImportError:
     torch = nn = None
-needs_torch = pytest.mark.skipif(torch is None, reason="needs torch (pip install opscan[trace])")
 
 CPU = ("--device", "cpu")
 
