@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
+
+# `opscan lint` runs without torch (a lint-only install); scan, record, bench and report need it.
+# find_spec: knowing whether torch is there must not import it.
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="needs torch (pip install opscan[trace])")
 
 
 @contextmanager

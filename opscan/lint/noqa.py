@@ -96,11 +96,20 @@ def _lines_that_take_a_comment(text: str) -> dict[int, int | None]:
     """Lines at whose end a `#` comment may go (they end with a NEWLINE or NL token, or hold a
     comment already), each with the column where its comment starts, if it has one."""
     rows: dict[int, int | None] = {}
+    # Python 3.12+ tokenizes inside f-strings (PEP 701): a line that ends within a multi-line
+    # replacement field yields an NL token there. A comment may go there on 3.12+ only; 3.10 and
+    # 3.11 reject the file. Such a line ends inside a string, as 3.11's tokenize says: no comment.
+    fstring_start, fstring_end = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
+    in_fstring = 0
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT:
+            if tok.type == fstring_start:
+                in_fstring += 1
+            elif tok.type == fstring_end:
+                in_fstring -= 1
+            elif tok.type == tokenize.COMMENT:
                 rows[tok.start[0]] = tok.start[1]
-            elif tok.type in (tokenize.NEWLINE, tokenize.NL):
+            elif tok.type in (tokenize.NEWLINE, tokenize.NL) and not in_fstring:
                 rows.setdefault(tok.start[0], None)
     except (tokenize.TokenError, SyntaxError):  # lint read it, so this should not happen; add nothing
         return {}

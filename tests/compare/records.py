@@ -35,6 +35,18 @@ ENV = {
 }
 
 
+def fsum_plain(values) -> float:
+    """Float addition left to right, as the builtin sum() did before Python 3.12.
+
+    3.12's sum() compensates float rounding (gh-100425), so its last digits differ from 3.10's
+    and 3.11's; the golden records in tests/fixtures/compare/ must be the same on every Python.
+    """
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
 def f32(values) -> tuple[float, ...]:
     return tuple(array("f", values))
 
@@ -67,7 +79,7 @@ class T:
 
     @property
     def norm(self) -> float:
-        return math.sqrt(sum(x * x for x in self.v))
+        return math.sqrt(fsum_plain(x * x for x in self.v))
 
 
 def tensor(shape, values) -> T:
@@ -169,7 +181,7 @@ def mm(a: T, b: T) -> T:
     n, k = a.shape
     k2, m = b.shape
     assert k == k2
-    return tensor((n, m), [sum(a.v[i * k + j] * b.v[j * m + c] for j in range(k)) for i in range(n) for c in range(m)])
+    return tensor((n, m), [fsum_plain(a.v[i * k + j] * b.v[j * m + c] for j in range(k)) for i in range(n) for c in range(m)])
 
 
 def transpose(a: T) -> T:
@@ -291,7 +303,7 @@ class TinyRun:
             (w2t,) = self._op(step, "aten.t.default", [("p", "fc2.weight", W2)], [transpose(W2)], module="fc2", cls="Linear", line=14, **fwd)
         (y,) = self._op(step, "aten.mm.default", [a, w2t], [mm(a, w2t)], module="fc2", cls="Linear", line=14, **fwd)
         diff = [p - q for p, q in zip(y.v, t.v)]
-        loss_value = sum(d * d for d in diff) / len(diff)
+        loss_value = fsum_plain(d * d for d in diff) / len(diff)
         (loss,) = self._op(step, "aten.mse_loss.default", [y, t], [tensor((), [loss_value])], module=None, cls=None, file=TRAIN, line=32, **fwd)
 
         bwd = {"phase": "backward"}

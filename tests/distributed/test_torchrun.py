@@ -13,7 +13,9 @@ import pytest
 from opscan.trace import ranks
 from tests.distributed.helpers import copy_script, free_port, torchrun
 from tests.trace.helpers import scan
+from tests.util import needs_torch
 
+@needs_torch
 @pytest.mark.slow
 def test_each_rank_writes_its_report_and_rank_0_merges(tmp_path):
     script = copy_script(tmp_path)
@@ -39,6 +41,7 @@ def test_each_rank_writes_its_report_and_rank_0_merges(tmp_path):
     assert "exited with" not in proc.stderr
 
 
+@needs_torch
 @pytest.mark.slow
 def test_injected_rank_drift_runs_and_only_rank_0_prints(tmp_path):
     # Rank 1 adds noise to its gradients after the all-reduce. The scan is of ops, not of values: it still
@@ -52,6 +55,7 @@ def test_injected_rank_drift_runs_and_only_rank_0_prints(tmp_path):
     assert "stopped after 3 optimizer step(s)" in out
 
 
+@needs_torch
 def test_rank_0_says_which_ranks_never_reported(capsys, monkeypatch):
     # One process that believes it is rank 0 of 2: rank 1's report never comes.
     monkeypatch.setenv("RANK", "0")
@@ -84,6 +88,7 @@ def test_a_garbage_rank_timeout_waits_the_default_not_forever(tmp_path, monkeypa
     assert done == [({}, [1])]
 
 
+@needs_torch
 def test_not_under_torchrun_nothing_changes(capsys, monkeypatch):
     for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
         monkeypatch.delenv(name, raising=False)

@@ -184,3 +184,12 @@ def test_with_noqa_merges_sorted_codes_and_keeps_the_rest_of_the_line():
     assert (count, skipped) == (2, [])
     # A `# noqa` in a string is what lint reads on that line: adding another would not suppress.
     assert with_noqa('s = "# noqa: X1"\n', {1: {"DET001"}})[1:] == (0, [1])
+
+
+def test_with_noqa_puts_no_comment_inside_a_multiline_fstring():
+    """3.12+ tokenizes f-strings (PEP 701), and a comment in a replacement field parses there but not on
+    3.10 or 3.11: the line is skipped, as on those versions, so the file still runs on each."""
+    from opscan.lint.noqa import with_noqa
+
+    text = 'import torch\nmsg = f"""seeded {\n    torch.manual_seed(0)\n}"""\n'
+    assert with_noqa(text, {3: {"DET001"}}) == (text, 0, [3])

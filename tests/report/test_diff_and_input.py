@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.report.helpers import FIXTURES, opscan_report, ops_rows, table
+from tests.util import needs_torch
 
 OLD = FIXTURES / "h200-torch-2.9.json"
 NEW = FIXTURES / "h200-torch-2.11.json"
@@ -79,8 +80,8 @@ def test_output_file_is_replaced_whole(tmp_path):
         (["--sweep", "--ops", ","], "--ops needs a pattern"),
         (["--torch-version", "latest"], "not a torch version"),
         (["--runs", "0"], "not a positive integer"),
-        (["--device", "cuda:7"], "no CUDA GPU is available"),
-        (["--device", "tpu"], "is not a device"),
+        pytest.param(["--device", "cuda:7"], "no CUDA GPU is available", marks=needs_torch),
+        pytest.param(["--device", "tpu"], "is not a device", marks=needs_torch),
         (["--output-format", "pdf"], "invalid choice"),
     ],
 )

@@ -8,10 +8,17 @@ import sys
 import textwrap
 
 import pytest
-import torch
-from torch import nn
 
 from tests.trace.helpers import FIXTURES, ROOT, opscan, scan
+from tests.util import needs_torch
+
+# Some tests here check what happens without torch (a refused target, `opscan.trace`'s install hint), so they
+# must run on a lint-only install; only the ones that build or run a model skip there.
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    torch = nn = None
 
 CPU = ("--device", "cpu")
 
@@ -39,6 +46,7 @@ def test_a_malformed_target_is_refused_before_torch_is_imported(tmp_path):
     assert "TORCH WAS IMPORTED" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+@needs_torch
 def test_a_failing_target_is_said_once_and_the_summary_does_not_pass(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:raises", *CPU)
     assert rc == 2
@@ -47,12 +55,14 @@ def test_a_failing_target_is_said_once_and_the_summary_does_not_pass(capsys):
     assert out.splitlines()[-1] == "1 problem stopped part of the run; nothing found in the rest."
 
 
+@needs_torch
 def test_input_shape_with_a_file_target_is_an_error_not_ignored(capsys):
     rc, out, _err = scan(capsys, "put_model.py:build", "--input-shape", "2,3,8,8", *CPU)
     assert rc == 2
     assert "--input-shape applies to torchvision:, timm: and hf: targets only" in out
 
 
+@needs_torch
 def test_cudnn_benchmark_left_on_by_a_script_is_a_finding_at_its_line(capsys):
     rc, out, _err = scan(capsys, *CPU, "--output-format", "json", "--max-steps", "2", "--run", "train_benchmark.py")
     assert rc == 1
@@ -62,12 +72,14 @@ def test_cudnn_benchmark_left_on_by_a_script_is_a_finding_at_its_line(capsys):
     assert not torch.backends.cudnn.benchmark  # and the scan put the flag back
 
 
+@needs_torch
 def test_cudnn_benchmark_reset_before_training_is_not_a_finding(capsys):
     rc, out, _err = scan(capsys, *CPU, "--output-format", "json", "--run", "train_benchmark_reset.py")
     assert rc == 0, out
     assert json.loads(out)["findings"] == []
 
 
+@needs_torch
 def test_cublas_unset_on_a_torch_that_checks_it_is_a_finding(capsys, monkeypatch):
     # The check itself needs CUDA and a torch before 2.10; here the environment says it enforces.
     import opscan.trace.tracer as tracer
@@ -81,11 +93,13 @@ def test_cublas_unset_on_a_torch_that_checks_it_is_a_finding(capsys, monkeypatch
     assert finding["code"] == "DET102" and "torch 2.9.1 refuses cuBLAS" in finding["message"] and "it is unset" in finding["message"]
 
 
+@needs_torch
 def test_no_cublas_finding_where_torch_does_not_check(capsys):
     rc, out, _err = scan(capsys, "clean_model.py:build", *CPU, "--output-format", "json")
     assert rc == 0 and json.loads(out)["findings"] == []
 
 
+@needs_torch
 def test_a_compiled_module_is_named_by_the_users_path():
     from opscan.trace.sourcemap import SourceMap
 
@@ -122,6 +136,7 @@ def test_needs_cuda(assert_deterministic_ready):
 '''
 
 
+@needs_torch
 def test_plugin_skips_with_a_reason_when_cuda_is_asked_for_and_absent(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")

@@ -5,17 +5,19 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
-import opscan
-from opscan.trace.catch import CUBLAS_CALLER, parse_alert
-from opscan.rules import adaptive_pool_remedy as shape_remedy
-from opscan.trace.remedy import generic_remedy
-from opscan.trace.sourcemap import SourceMap
+torch = pytest.importorskip("torch")  # lint-only installs (no torch) skip this file
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+import opscan  # noqa: E402
+from opscan.trace.catch import CUBLAS_CALLER, parse_alert  # noqa: E402
+from opscan.rules import adaptive_pool_remedy as shape_remedy  # noqa: E402
+from opscan.trace.remedy import generic_remedy  # noqa: E402
+from opscan.trace.sourcemap import SourceMap  # noqa: E402
 
 ALERT = (
     "{caller} does not have a deterministic implementation, but you set 'torch.use_deterministic_algorithms(True)'. "

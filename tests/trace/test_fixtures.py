@@ -13,6 +13,7 @@ import json
 import pytest
 
 from tests.trace.helpers import FIXTURES, expected, project, scan
+from tests.util import needs_torch
 
 NAMES = sorted(p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json"))
 
@@ -21,6 +22,7 @@ def test_fixtures_exist():
     assert {"unpool_model", "put_model", "clean_model", "function_model"} <= set(NAMES)
 
 
+@needs_torch
 @pytest.mark.parametrize("name", NAMES)
 def test_fixture_findings(capsys, name):
     rc, out, err = scan(capsys, f"{name}.py:build", "--device", "cpu", "--output-format", "json")

@@ -8,6 +8,9 @@ from html.parser import HTMLParser
 import pytest
 
 from tests.trace.helpers import ROOT, expected, scan
+from tests.util import needs_torch
+
+pytestmark = needs_torch  # every test here runs a scan
 
 TARGET = "put_model.py:build"
 WANT = expected("put_model")  # one forward and one backward put_, both at put_model.py:8

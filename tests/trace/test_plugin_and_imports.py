@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 from tests.trace.helpers import ROOT
+from tests.util import needs_torch
 
 
 def _env():
@@ -62,6 +63,7 @@ def test_flags_are_back(assert_deterministic_ready):
 '''
 
 
+@needs_torch
 def test_fixture_fails_a_model_that_is_not_ready(tmp_path):
     (tmp_path / "test_models.py").write_text(TEST_FILE)
     # -p no:opscan: where opscan is installed its entry point loads the plugin; load it by module either way.

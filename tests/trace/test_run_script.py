@@ -7,10 +7,12 @@ import json
 import pytest
 
 from tests.trace.helpers import opscan, scan
+from tests.util import needs_torch
 
 CPU = ("--device", "cpu")
 
 
+@needs_torch
 @pytest.mark.parametrize("steps", [1, 3])
 def test_stops_after_max_steps(capsys, steps):
     rc, out, err = scan(capsys, *CPU, "--output-format", "json", "--max-steps", str(steps), "--run", "train_loop.py", "--epochs", "10")
@@ -32,6 +34,7 @@ def test_stops_after_max_steps(capsys, steps):
     assert "calls torch.use_deterministic_algorithms(False" in err
 
 
+@needs_torch
 def test_script_arguments_reach_the_script(capsys):
     rc, out, err = scan(capsys, *CPU, "--max-steps", "5", "--run", "train_loop.py", "--epochs", "2")
     assert rc == 1
@@ -39,6 +42,7 @@ def test_script_arguments_reach_the_script(capsys):
     assert "the script ended after 2 optimizer step(s)" in out
 
 
+@needs_torch
 def test_script_stdout_goes_to_stderr_in_a_real_process():
     proc = opscan("scan", *CPU, "--output-format", "json", "--run", "train_loop.py")
     assert proc.returncode == 1, proc.stderr
@@ -46,6 +50,7 @@ def test_script_stdout_goes_to_stderr_in_a_real_process():
     assert "SCRIPT step 0" in proc.stderr and "SCRIPT" not in proc.stdout
 
 
+@needs_torch
 def test_output_file_with_run(capsys, tmp_path):
     report = tmp_path / "scan.md"
     rc, out, _err = scan(capsys, *CPU, "--output-format", "markdown", "-o", str(report), "--run", "train_loop.py")
@@ -54,6 +59,7 @@ def test_output_file_with_run(capsys, tmp_path):
     assert "| DET100 | train_loop.py:18 | aten.max_unpool2d.default (max_unpooling2d_forward_out) has no deterministic implementation (forward) in unpool" in text
 
 
+@needs_torch
 def test_optimizer_and_closure_phases(capsys):
     rc, out, _err = scan(capsys, *CPU, "--output-format", "json", "--max-steps", "2", "--run", "train_phases.py")
     assert rc == 1
@@ -64,18 +70,21 @@ def test_optimizer_and_closure_phases(capsys):
     ]
 
 
+@needs_torch
 def test_script_ending_without_optimizer(capsys):
     rc, out, _err = scan(capsys, *CPU, "--run", "train_clean_exit.py")
     assert rc == 0
     assert "the script ended after 0 optimizer step(s)" in out
 
 
+@needs_torch
 def test_script_exiting_nonzero_is_an_error(capsys):
     rc, out, err = scan(capsys, *CPU, "--run", "train_exits.py")
     assert rc == 2
     assert "train_exits.py exited with status 3" in out and "Traceback" not in out + err
 
 
+@needs_torch
 def test_script_raising_shows_its_own_traceback(capsys):
     rc, out, err = scan(capsys, *CPU, "--run", "train_raises.py")
     assert rc == 2
@@ -86,6 +95,7 @@ def test_script_raising_shows_its_own_traceback(capsys):
     assert "FileNotFoundError" not in err  # said once, in the report
 
 
+@needs_torch
 def test_missing_script(capsys):
     rc, out, err = scan(capsys, *CPU, "--run", "nope.py")
     assert rc == 2 and "nope.py: no such file" in out

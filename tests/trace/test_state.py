@@ -6,14 +6,16 @@ Also when the traced code raises, and whatever the flags were before.
 from __future__ import annotations
 
 import pytest
-import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from torch import nn
-from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
-import opscan
-from opscan.trace.state import StrictMode, TorchFlags
+torch = pytest.importorskip("torch")  # lint-only installs (no torch) skip this file
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack  # noqa: E402
+
+import opscan  # noqa: E402
+from opscan.trace.state import StrictMode, TorchFlags  # noqa: E402
 
 
 def globals_snapshot():

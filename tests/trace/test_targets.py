@@ -10,10 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.trace.helpers import scan
+from tests.util import needs_torch
 
 CPU = ("--device", "cpu")
 
 
+@needs_torch
 def test_module_callable_gives_the_same_findings_as_the_file(capsys):
     by_file = json.loads(scan(capsys, "put_model.py:build", *CPU, "--output-format", "json")[1])["findings"]
     rc, out, _err = scan(capsys, "put_model:build", *CPU, "--output-format", "json")
@@ -24,17 +26,20 @@ def test_module_callable_gives_the_same_findings_as_the_file(capsys):
     assert {f["target"] for f in by_module} == {"put_model:build"}
 
 
+@needs_torch
 def test_dotted_callable_with_tuple_inputs_and_loss(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:Factory.build", *CPU)
     assert rc == 0, err
     assert out.splitlines()[-1] == "All checks passed!"
 
 
+@needs_torch
 def test_keyword_inputs_and_dict_outputs(capsys):
     rc, _out, err = scan(capsys, "targets_misc.py:keyword_inputs", *CPU)
     assert rc == 0, err
 
 
+@needs_torch
 def test_several_targets_each_name_their_findings(capsys):
     rc, out, _err = scan(capsys, "unpool_model.py:build", "put_model.py:build", *CPU, "--output-format", "json")
     doc = json.loads(out)
@@ -46,16 +51,16 @@ def test_several_targets_each_name_their_findings(capsys):
 @pytest.mark.parametrize(
     "target, message",
     [
-        ("missing.py:build", "missing.py: no such file"),
-        ("targets_misc.py:nothing_here", "has no attribute 'nothing_here'"),
-        ("targets_misc.py:not_callable", "is not callable"),
-        ("targets_misc.py:returns_int", "returned int; expected (model, inputs) or (model, inputs, loss_fn)"),
-        ("targets_misc.py:returns_no_module", "returned int as the model; expected an nn.Module"),
-        ("targets_misc.py:vector_loss", "the loss function must return a one-element tensor"),
-        ("no_such_module_xyz:build", "cannot import 'no_such_module_xyz'"),
+        pytest.param("missing.py:build", "missing.py: no such file", marks=needs_torch),
+        pytest.param("targets_misc.py:nothing_here", "has no attribute 'nothing_here'", marks=needs_torch),
+        pytest.param("targets_misc.py:not_callable", "is not callable", marks=needs_torch),
+        pytest.param("targets_misc.py:returns_int", "returned int; expected (model, inputs) or (model, inputs, loss_fn)", marks=needs_torch),
+        pytest.param("targets_misc.py:returns_no_module", "returned int as the model; expected an nn.Module", marks=needs_torch),
+        pytest.param("targets_misc.py:vector_loss", "the loss function must return a one-element tensor", marks=needs_torch),
+        pytest.param("no_such_module_xyz:build", "cannot import 'no_such_module_xyz'", marks=needs_torch),
         ("put_model.py", "is not a target"),
-        ("torchvision:not_a_model", "torchvision has no model 'not_a_model'"),
-        ("torchvision:fasterrcnn_resnet50_fpn", "detection models need targets"),
+        pytest.param("torchvision:not_a_model", "torchvision has no model 'not_a_model'", marks=needs_torch),
+        pytest.param("torchvision:fasterrcnn_resnet50_fpn", "detection models need targets", marks=needs_torch),
         ("torchvision:", "name a model after 'torchvision:'"),
     ],
 )
@@ -70,6 +75,7 @@ def test_bad_targets_are_clear_errors(capsys, target, message):
     assert "All checks passed" not in out
 
 
+@needs_torch
 @pytest.mark.parametrize("zoo, package", [("timm", "timm"), ("hf", "transformers")])
 def test_missing_zoo_package_is_a_clear_error(capsys, zoo, package):
     if importlib.util.find_spec(package) is not None:
@@ -79,6 +85,7 @@ def test_missing_zoo_package_is_a_clear_error(capsys, zoo, package):
     assert f"{package} is not installed" in out and "Traceback" not in out + err
 
 
+@needs_torch
 def test_user_code_raising_while_building_shows_its_traceback(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:raises", *CPU)
     assert rc == 2
@@ -88,6 +95,7 @@ def test_user_code_raising_while_building_shows_its_traceback(capsys):
     assert out.count("ValueError: cannot build this model") == 2  # the message, and the traceback's last line
 
 
+@needs_torch
 def test_user_code_calling_sys_exit_is_an_error_not_opscans_exit_code(capsys):
     # A script's sys.exit(3) was already "exited with status 3" and exit 2; a callable's ended opscan
     # itself with status 3 and no word (the scan, and the other targets, lost with it).
@@ -102,6 +110,7 @@ def test_user_code_calling_sys_exit_is_an_error_not_opscans_exit_code(capsys):
     assert doc["env"]["targets"] == 2  # the other target was still scanned
 
 
+@needs_torch
 def test_model_raising_in_forward_shows_its_traceback_and_keeps_the_report(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:forward_raises", *CPU, "--output-format", "json")
     assert rc == 2
@@ -112,12 +121,14 @@ def test_model_raising_in_forward_shows_its_traceback_and_keeps_the_report(capsy
     assert doc["errors"] and doc["errors"][0]["target"] == "targets_misc.py:forward_raises"
 
 
+@needs_torch
 def test_nothing_to_backpropagate_is_a_notice(capsys):
     rc, out, _err = scan(capsys, "targets_misc.py:frozen_output", *CPU)
     assert rc == 0
     assert "backward was not run" in out
 
 
+@needs_torch
 def test_torchvision_target_runs_in_train_mode(capsys):
     rc, out, err = scan(capsys, "torchvision:resnet18", "--input-shape", "2,3,32,32", *CPU, "--output-format", "json")
     assert rc == 0, err
@@ -138,7 +149,7 @@ def test_bad_flag_values_are_usage_errors(capsys, argv, message):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["put_model.py:build", "--device", "tpu9"], "is not a device"),
+    pytest.param(["put_model.py:build", "--device", "tpu9"], "is not a device", marks=needs_torch),
     ([], "give a TARGET or --run SCRIPT"),
 ])  # fmt: skip
 def test_bad_requests_are_clear_errors(capsys, argv, message):
@@ -147,6 +158,7 @@ def test_bad_requests_are_clear_errors(capsys, argv, message):
     assert message in err and "Traceback" not in err
 
 
+@needs_torch
 def test_cuda_device_without_a_gpu_is_an_error(capsys):
     import torch
 
@@ -156,6 +168,7 @@ def test_cuda_device_without_a_gpu_is_an_error(capsys):
     assert rc == 2 and "no CUDA GPU is available" in err
 
 
+@needs_torch
 def test_auto_device_without_a_gpu_says_so(capsys):
     import torch
 
@@ -181,6 +194,7 @@ def test_any_unknown_target_is_a_clear_error(capsys, stem, attr, kind):
     assert (out + err).count("error:") == 1 and "Traceback" not in out + err
 
 
+@needs_torch
 def test_what_the_users_code_prints_goes_to_stderr(capsys):
     rc, out, err = scan(capsys, "targets_misc.py:chatty", *CPU, "--output-format", "json")
     assert rc == 0
@@ -188,6 +202,7 @@ def test_what_the_users_code_prints_goes_to_stderr(capsys):
     assert "CHATTY building the model" in err and "CHATTY loss" in err and "CHATTY" not in out
 
 
+@needs_torch
 def test_torchvision_targets_download_nothing(capsys, monkeypatch):
     import torch.hub
 

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import tokenize
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -287,7 +288,7 @@ def fix_source(text: str, findings: list[Finding], first_party: Callable[[str], 
     it, or the result would not parse.
     """
     try:
-        tree = ast.parse(text)
+        tree = _parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise CannotFix("it does not parse") from None
     depth = _ast_depth(tree)
@@ -317,10 +318,17 @@ def _fix_tree(text: str, tree: ast.Module, findings: list[Finding], first_party=
         return text, []
     new_text = module.visit(Rewriter(planner)).code
     try:
-        ast.parse(new_text)
+        _parse(new_text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise CannotFix(f"the fixed source would not parse ({exc}); please report this") from None
     return new_text, applied
+
+
+def _parse(text: str) -> ast.Module:
+    """ast.parse, quietly: the user's invalid escapes etc. are not ours to print (3.12+ warns, as lint's own parse knows)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
 
 
 def _ast_depth(tree: ast.AST) -> int:

@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,16 @@ def test_fix_reports_count_without_show_fixes(tmp_path):
     put(tmp_path, SEEDS_ONLY)
     run = opscan(tmp_path, "lint", "--fix", "--no-cache", "train.py")
     assert run.out == "Fixed 2 errors.\nAll checks passed!\n"
+
+
+def test_fix_says_nothing_of_python_warnings_about_the_users_code(tmp_path):
+    """An invalid escape is a SyntaxWarning that Python 3.12+ prints on parsing; plain lint keeps it quiet, so must --fix."""
+    put(tmp_path, 'import re\nimport torch\n\nDIGITS = re.compile("\\d+")\ntorch.manual_seed(0)\n')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = opscan(tmp_path, "lint", "--fix", "--no-cache", "train.py")
+    assert run.rc == 0 and "Fixed" in run.out
+    assert [str(w.message) for w in caught if "escape sequence" in str(w.message)] == []
 
 
 def test_unsafe_fixes_need_the_flag(tmp_path):
