@@ -399,7 +399,10 @@ class ProcessWriter:
             pickler.fast = True
             pickler.dump(message)
             self._proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: the pipe was closed after an earlier failure
+            # Close the pipes now: left open, the pipe's buffer is flushed again when it is collected,
+            # and that BrokenPipeError surfaces as an "Exception ignored" warning.
+            self._close()
             raise WriterError(f"the record writer process stopped ({exc})") from None
 
     def _receive(self):
@@ -412,7 +415,7 @@ class ProcessWriter:
     def _close(self) -> None:
         for stream in (self._proc.stdin, self._proc.stdout):
             try:
-                stream.close()
+                stream.close()  # a failed flush still closes the file
             except OSError:
                 pass
         try:
