@@ -498,13 +498,21 @@ def _check_range(spec: str, where: str) -> None:
 _RELEASE = r"^\d+\.\d+$"
 
 
+def _is_release(text: str) -> bool:
+    """Whether _RELEASE matches: "2.14" read with str methods (the pattern only for anything else)."""
+    major, dot, minor = text.partition(".")
+    if dot and major.isdigit() and major.isascii() and minor.isdigit() and minor.isascii():
+        return True
+    return bool(re.match(_RELEASE, text))
+
+
 def _releases_from(path: Path, data: dict[str, Any]) -> tuple[str, ...] | None:
     """`[releases] known`: minor releases "X.Y", oldest first, each once; None where the file has no table."""
     table = data.get("releases")
     if table is None:
         return None
     known = table.get("known") if isinstance(table, dict) else None
-    if not isinstance(known, list) or not known or not all(isinstance(r, str) and re.match(_RELEASE, r) for r in known):
+    if not isinstance(known, list) or not known or not all(isinstance(r, str) and _is_release(r) for r in known):
         raise RulesError(f"{path.name}: [releases] known must be a non-empty list of releases like \"2.14\"")
     keys = [parse_version(r) for r in known]
     if keys != sorted(set(keys)):
