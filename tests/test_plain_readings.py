@@ -1,7 +1,8 @@
 """Plain text read with str methods, where a pattern used to read it: each reading must be the pattern's.
 
 opscan.versions reads plain versions and clauses so, opscan.codes a rule's
-docstring (every rule parses its own at import), opscan.rules the releases.
+docstring (every rule parses its own at import), opscan.rules the releases,
+opscan.lint.target requirement names and file names.
 
 The patterns are compiled only for text that is not plain (it cost a cold lint
 more than the rules it serves); here every reading is compared with what the
@@ -16,6 +17,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from opscan import codes, rules, versions
+from opscan.lint import target
 
 # Digits (ASCII, and others \d matches), dots, operators, whitespace (ASCII and not),
 # the letters of labels in both cases (and ones re.I folds onto them), and the rest.
@@ -136,3 +138,59 @@ def test_rule_doc_sections_are_the_splits(rest):
 @example("2.14.1")
 def test_release_is_the_patterns(text):
     assert rules._is_release(text) == bool(re.match(rules._RELEASE, text))
+
+
+# ---------------------------------------------------------------- requirements (opscan.lint.target)
+
+requirement_texts = st.text(alphabet="torchTa9._- \t\u00a0[]=<>;@#\\\n\u017f\u212a٣İı", max_size=16)
+
+
+@given(requirement_texts)
+@example("torch==2.14.1")
+@example("  torch_-")
+@example("-torch")
+@example("t")
+def test_requirement_name_is_the_patterns(text):
+    m = re.match(target._REQ_NAME, text)
+    assert target._requirement_name(text) == ((m.group(1), m.end()) if m else None)
+
+
+@given(requirement_texts)
+@example("Torch_.-x")
+def test_normalize_name_is_the_patterns(name):
+    assert target.normalize_name(name) == re.sub(r"[-_.]+", "-", name).lower()
+
+
+@given(st.builds(lambda tail: "requirements" + tail, st.text(alphabet="tTxXiInN.\n\u0131\u017f\u212a-_a", max_size=8)))
+@example("requirements.txt")
+@example("requirements.txt\n")
+@example("requirements.\u0131n")
+@example("REQUIREMENTS-dev.IN")
+def test_requirements_file_name_is_the_patterns(name):
+    assert target._requirements_name(name) == bool(re.match(target._REQUIREMENTS, name))
+
+
+@given(st.binary(max_size=40).map(lambda b: b.replace(b"x", b"[project]")) | st.text(alphabet=" \t\n\r[]projectl.y#", max_size=30).map(str.encode))
+@example(b"[project]\n")
+@example(b"  [ tool.poetry ]  # x\n")
+@example(b"[\nproject\n]")
+@example(b"[tool.opscan]\n")
+def test_declares_project_is_the_patterns(raw):
+    assert target._names_project(raw) == bool(re.search(rb"(?m)^\s*\[\s*(project|tool\.poetry)\s*\]", raw))
+
+
+@given(st.text(alphabet="torch=2.4 \t\u00a0-ha:x", max_size=24))
+@example("torch==2.4 --hash=sha256:x")
+@example("pre-commit>=3")
+@example("torch \u00a0-x")
+def test_options_are_cut_as_the_pattern_cuts(line):
+    assert target._without_options(line) == re.split(r"\s+--?[a-z]", line, maxsplit=1)[0]
+
+
+@given(st.text(alphabet="# \t\u00a0\u2003torch=2#", max_size=20))
+@example("# a comment")
+@example("torch==2.4  # pinned")
+@example("torch#x # y")
+@example(" #x")
+def test_comments_are_cut_as_the_pattern_cuts(line):
+    assert target._without_comment(line) == re.sub(r"(^|\s)#.*$", "", line)
