@@ -80,8 +80,10 @@ def build_parser(only: str | None = None):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["lint"]:
+    if argv[:1] == ["lint"] and "--no-cache" not in argv:
         # A rerun over an unchanged tree: print what the last one printed (opscan.lint.runcache).
+        # `--no-cache` anywhere makes a run ineligible (runcache._NOT_REPLAYED), so a cold run
+        # does not import runcache only to be told so.
         from opscan.lint import runcache
 
         code = runcache.replay(argv[1:])

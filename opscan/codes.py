@@ -49,17 +49,39 @@ class RuleInfo(Frozen):
         return re.sub(r"```\w*\n?", "", self.help_markdown)
 
 
+_HEAD = r"(?P<code>[A-Z]+\d{3}) (?P<name>[a-z0-9-]+): (?P<summary>.+)"
+_UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_NAME = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
+
+
+def _head(line: str) -> tuple[str, str, str] | None:
+    """`CODE name: summary` as _HEAD reads it, with str methods: every rule module parses its
+    docstring at import, on every lint run, where compiling the pattern alone cost more."""
+    code, _, rest = line.partition(" ")
+    name, colon, summary = rest.partition(": ")
+    if (
+        len(code) >= 4 and all(c in _UPPER for c in code[:-3]) and code[-3:].isdecimal()
+        and name and all(c in _NAME for c in name) and colon and summary and "\n" not in summary
+    ):  # fmt: skip
+        return code, name, summary
+    m = re.match(_HEAD, line)  # anything else: the pattern decides (and, so far, refuses it)
+    return (m["code"], m["name"], m["summary"]) if m else None
+
+
 def parse_doc(doc: str, *, severity: str = "error", command: str = "lint") -> RuleInfo:
     """Parse a rule module's docstring."""
     head, _, rest = doc.strip().partition("\n")
-    m = re.match(r"(?P<code>[A-Z]+\d{3}) (?P<name>[a-z0-9-]+): (?P<summary>.+)", head.strip())
-    if not m:
+    found = _head(head.strip())
+    if found is None:
         raise ValueError(f"rule docstring must start 'CODE name: summary', got {head!r}")
+    code, name, summary = found
     sections = []
-    for block in re.split(r"^## ", rest, flags=re.M)[1:]:
+    # The blocks re.split(r"^## ", rest, flags=re.M)[1:] gives, up to the newline before each
+    # next `## ` (which body.strip() drops anyway).
+    for block in ("\n" + rest).split("\n## ")[1:]:
         title, _, body = block.partition("\n")
         sections.append((title.strip(), body.strip()))
-    return RuleInfo(m["code"], m["name"], m["summary"].strip(), tuple(sections), severity, command)
+    return RuleInfo(code, name, summary.strip(), tuple(sections), severity, command)
 
 
 class UnknownCodeError(ValueError):

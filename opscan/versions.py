@@ -9,16 +9,45 @@ class VersionError(ValueError):
     """A version or range specifier that does not parse."""
 
 
-_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
+# The patterns below are compiled on first use (re caches them), not at import, and only
+# for text that is not plain: on a cold lint run, compiling them cost more than the
+# rules they serve. Plain text (ASCII digits and dots) is read with str methods, and
+# gives what the pattern would (the tests compare the two).
+_CLAUSE = r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)\s*$"
+_VERSION = r"\s*(\d+(?:\.\d+)*)"
+
+
+def _plain_release(text: str) -> bool:
+    """'2', '2.14', '2.11.0': ASCII digits in dot-separated parts, nothing else."""
+    return all(part.isdigit() and part.isascii() for part in text.split("."))
 
 
 def parse_version(text: str) -> tuple[int, ...]:
     """'2.11.0+cu130' -> (2, 11, 0). Only the numeric release part counts."""
-    m = re.match(r"\s*(\d+(?:\.\d+)*)", str(text))
-    if not m:
-        raise ValueError(f"not a version: {text!r}")
-    parts = tuple(int(p) for p in m.group(1).split("."))
+    raw = str(text)
+    if _plain_release(raw):
+        release = raw
+    else:
+        m = re.match(_VERSION, raw)
+        if not m:
+            raise ValueError(f"not a version: {text!r}")
+        release = m.group(1)
+    parts = tuple(int(p) for p in release.split("."))
     return parts + (0,) * (3 - len(parts)) if len(parts) < 3 else parts
+
+
+def _operator(clause: str, operators: tuple[str, ...]) -> str | None:
+    """The first of `operators` that starts `clause` (their order is the pattern's alternation's)."""
+    return next((op for op in operators if clause.startswith(op)), None)
+
+
+def _range_clause(clause: str) -> tuple[str, str] | None:
+    """A stripped clause of a rules range, '>=2.1', as (operator, version text); None if it does not parse."""
+    op = _operator(clause, (">=", "<=", "==", "!=", ">", "<"))
+    if op is not None and _plain_release(clause[len(op) :].lstrip()):
+        return op, clause[len(op) :].lstrip()
+    m = re.match(_CLAUSE, clause)
+    return (m.group(1), m.group(2)) if m else None
 
 
 # (version, spec) -> the answer: lint asks the same few questions for every call an op rule names.
@@ -37,17 +66,18 @@ def version_in_range(version: str | tuple[int, ...], spec: str) -> bool:
 def _in_range(version: str | tuple[int, ...], spec: str) -> bool:
     v = parse_version(version) if isinstance(version, str) else version
     for clause in filter(None, (c.strip() for c in spec.split(","))):
-        m = _CLAUSE.match(clause)
-        if not m:
+        parsed = _range_clause(clause)
+        if parsed is None:
             raise VersionError(f"bad version clause {clause!r} in {spec!r}")
-        op, bound = m.group(1), parse_version(m.group(2))
+        op, text = parsed
+        bound = parse_version(text)
         ok = {
             ">=": v >= bound,
             "<=": v <= bound,
             ">": v > bound,
             "<": v < bound,
-            "==": v[: len(m.group(2).split("."))] == bound[: len(m.group(2).split("."))],
-            "!=": v[: len(m.group(2).split("."))] != bound[: len(m.group(2).split("."))],
+            "==": v[: len(text.split("."))] == bound[: len(text.split("."))],
+            "!=": v[: len(text.split("."))] != bound[: len(text.split("."))],
         }[op]
         if not ok:
             return False
@@ -62,7 +92,7 @@ def _in_range(version: str | tuple[int, ...], spec: str) -> bool:
 # are read as their release (the rules' ranges are per release). A bare version
 # ("2.11", what `--torch-version` takes) means that release: any patch of it.
 
-# Compiled on first use (re caches it), not at import: lint imports this module on every run.
+# Compiled on first use, and only for a clause that is not plain (see _spec_clause).
 _SPEC_CLAUSE = (
     r"^\s*(?P<op>~=|===|==|!=|<=|>=|<|>)?\s*"
     r"(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)(?P<star>\.\*)?"
@@ -136,6 +166,43 @@ class Specifier:
         return any(self.admits((*release, p)) for p in patches)
 
 
+class _SpecClause:
+    """What _SPEC_CLAUSE's groups give for one clause (`label` "" where there is none)."""
+
+    __slots__ = ("op", "epoch", "release", "star", "label")
+
+    def __init__(self, op: str | None, epoch: str | None, release: str, star: bool, label: str):
+        self.op = op
+        self.epoch = epoch
+        self.release = release
+        self.star = star
+        self.label = label
+
+
+# _SPEC_CLAUSE's operators, in the order its alternation tries them.
+_SPEC_OPERATORS = ("~=", "===", "==", "!=", "<=", ">=", "<", ">")
+
+
+def _spec_clause(part: str) -> _SpecClause | None:
+    """A stripped specifier clause read as _SPEC_CLAUSE reads it; None where it does not match.
+
+    A plain clause (an optional operator, then ASCII digits and dots, maybe `.*`:
+    '>=2.4', '==2.14.1', '2.11', '==2.11.*') is read with str methods. Compiling
+    the pattern (case-insensitive, with its labels) cost a cold lint ~1.5 ms, and
+    a requirement rarely needs it: anything else (a label, an epoch) goes to it.
+    """
+    op = _operator(part, _SPEC_OPERATORS)
+    rest = part[len(op) :].lstrip() if op is not None else part
+    star = rest.endswith(".*")
+    release = rest[:-2] if star else rest
+    if _plain_release(release):
+        return _SpecClause(op, None, release, star, "")
+    m = re.match(_SPEC_CLAUSE, part, re.I)
+    if not m:
+        return None
+    return _SpecClause(m["op"], m["epoch"], m["release"], bool(m["star"]), m["label"])
+
+
 def parse_specifier(text: str, *, bare: bool = True) -> Specifier:
     """'>=2.4,<2.7', '==2.11.*', '~=2.4', or (with `bare`) a version alone, '2.11': that release.
 
@@ -148,13 +215,13 @@ def parse_specifier(text: str, *, bare: bool = True) -> Specifier:
         raise VersionError(f"empty clause in {text!r}" if raw else "an empty version")
     clauses: list[Clause] = []
     for part in parts:
-        m = re.match(_SPEC_CLAUSE, part, re.I)
-        if not m:
+        m = _spec_clause(part)
+        if m is None:
             raise VersionError(f"bad version clause {part!r} in {text!r}")
-        op, star = m["op"], bool(m["star"])
-        if m["epoch"] and int(m["epoch"]) != 0:
+        op, star = m.op, m.star
+        if m.epoch and int(m.epoch) != 0:
             raise VersionError(f"version epochs are not supported: {part!r}")
-        release = tuple(int(x) for x in m["release"].split("."))
+        release = tuple(int(x) for x in m.release.split("."))
         if op is None:
             if not bare or len(parts) > 1:
                 raise VersionError(f"clause {part!r} has no operator (such as >= or ==) in {text!r}")
@@ -163,7 +230,7 @@ def parse_specifier(text: str, *, bare: bool = True) -> Specifier:
                 star = False
         if star and op not in ("==", "!="):
             raise VersionError(f"a wildcard (.*) works only with == and !=: {part!r}")
-        if star and m["label"]:
+        if star and m.label:
             raise VersionError(f"a wildcard (.*) cannot follow a label: {part!r}")
         if op == "~=" and len(release) < 2:
             raise VersionError(f"~= needs a version with at least two parts: {part!r}")

@@ -1,4 +1,4 @@
-"""Rewrite opscan/_rules_snapshot.json from rules/*.toml (the parsed data lint loads fast).
+"""Rewrite opscan/_rules_snapshot.py from rules/*.toml (the parsed data lint loads fast).
 
     python scripts/gen_rules_snapshot.py           # rewrite it
     python scripts/gen_rules_snapshot.py --check   # exit 1 if it is stale

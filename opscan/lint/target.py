@@ -41,6 +41,9 @@ from opscan.versions import TorchRange, VersionError, parse_specifier
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
 # Patterns are compiled on first use (re caches them), not at import: lint imports this on every run.
+# Where plain text (a name, a line) cannot match one, or str methods read it exactly as the pattern
+# would, the pattern is not asked at all: each compile costs a cold lint ~0.1 ms, and the walk up
+# for the torch requirement reads a project's pyproject.toml and requirements files on every run.
 _PYLOCK = r"^pylock\.[^./\\]+\.toml$"
 _REQUIREMENTS = r"(?i)^requirements.*\.(txt|in)$"
 CONDA_NAMES = frozenset({"pytorch", "pytorch-gpu", "pytorch-cpu", "torch"})
@@ -52,7 +55,11 @@ MAX_INCLUDE_DEPTH = 16
 
 def normalize_name(name: str) -> str:
     """PEP 503: 'Torch', 'torch_' ... compare equal."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    # re.sub(r"[-_.]+", "-", name): each separator a `-`, each run of them one.
+    name = name.replace("_", "-").replace(".", "-")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name.lower()
 
 
 # ---------------------------------------------------------------- PEP 508 requirements
@@ -74,15 +81,30 @@ class Requirement:
 
 
 _REQ_NAME = r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NAME_CHARS = _ALNUM | frozenset("._-")
+
+
+def _requirement_name(text: str) -> tuple[str, int] | None:
+    """What re.match(_REQ_NAME, text) reads, with str methods: (the name, where it ends), or None."""
+    start = len(text) - len(text.lstrip())  # `\s*`: str.isspace's whitespace, as re's
+    if start == len(text) or text[start] not in _ALNUM:
+        return None
+    end = start + 1
+    while end < len(text) and text[end] in _NAME_CHARS:
+        end += 1
+    while text[end - 1] not in _ALNUM:  # the name ends on a letter or digit (the pattern backtracks so)
+        end -= 1
+    return text[start:end], end
 
 
 def parse_requirement(text: str) -> Requirement | None:
     """`torch[extra]>=2.4,<2.7; python_version > "3.9"`, `torch (==2.4)`, `torch @ https://...`; None if not one."""
-    m = re.match(_REQ_NAME, text)
-    if not m:
+    found = _requirement_name(text)
+    if found is None:
         return None
-    name = normalize_name(m.group(1))
-    rest = text[m.end() :].lstrip()
+    name = normalize_name(found[0])
+    rest = text[found[1] :].lstrip()
     if rest.startswith("["):
         close = rest.find("]")
         if close < 0:
@@ -263,6 +285,11 @@ class _Reader:
         if raw is None:
             return None
         try:
+            if not raw.startswith(b"\xef\xbb\xbf"):
+                try:  # what utf-8-sig gives without a BOM, without looking that codec up (an import)
+                    return raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass  # utf-8-sig says what is wrong, in its own words
             return raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
@@ -282,8 +309,10 @@ class _Reader:
             return []
         out: list[Declaration] = []
         for line in _logical_lines(text):
-            include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=\S))(\S+)", line)
-            if include:
+            if line.startswith("-"):  # an include, or an option line: -e, --index-url, --hash...
+                include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=\S))(\S+)", line)
+                if not include:
+                    continue
                 target = file.parent / os.path.expandvars(include.group(1))
                 if depth >= MAX_INCLUDE_DEPTH:
                     continue
@@ -293,9 +322,7 @@ class _Reader:
                     continue
                 out += self.requirements(target, seen, depth + 1)
                 continue
-            if line.startswith("-"):
-                continue  # -e, --index-url, --hash lines...
-            line = re.split(r"\s+--?[a-z]", line, maxsplit=1)[0]  # per-requirement options (--hash=...)
+            line = _without_options(line)
             found = self.pip_line(file, "", line)
             if found is not None:
                 out.append(found)
@@ -453,11 +480,30 @@ def _locked_versions(raw: bytes) -> list[str] | None:
     return versions if found_name else None
 
 
+def _without_options(line: str) -> str:
+    """A requirement line without its per-requirement options (`--hash=...`)."""
+    if not any(line[i - 1].isspace() for i in range(1, len(line)) if line[i] == "-"):
+        return line  # no `-` after whitespace: nothing the pattern would cut
+    return re.split(r"\s+--?[a-z]", line, maxsplit=1)[0]
+
+
+def _without_comment(line: str) -> str:
+    """re.sub(r"(^|\\s)#.*$", "", line) for one line: cut at the first `#` that starts it or follows whitespace."""
+    if line.startswith("#"):
+        return ""
+    at = line.find("#")
+    while at > 0:
+        if line[at - 1].isspace():  # `\s` is str.isspace's whitespace; the cut takes that character too
+            return line[: at - 1]
+        at = line.find("#", at + 1)
+    return line
+
+
 def _logical_lines(text: str):
     """A requirements file's lines: comments dropped, `\\` continuations joined, blank ones skipped."""
     pending = ""
     for raw in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", raw)
+        line = _without_comment(raw)
         if line.endswith("\\"):
             pending += line[:-1] + " "
             continue
@@ -753,7 +799,7 @@ class TorchTargets:
         if not declarations:
             if "pyproject.toml" in present:
                 declarations += reader.pyproject(base / "pyproject.toml")
-            requirement_files = sorted(n for n in names if n[:12].lower() == "requirements" and re.match(_REQUIREMENTS, n) and os.path.isfile(base / n))
+            requirement_files = sorted(n for n in names if n[:12].lower() == "requirements" and _requirements_name(n) and os.path.isfile(base / n))
             if "requirements" in present and os.path.isdir(base / "requirements"):
                 self.read.add(str(base / "requirements"))
                 try:
@@ -812,10 +858,28 @@ def _union(declarations: list[Declaration]) -> TorchRange:
     return TorchRange(out.releases, out.known, where, spec, out.warning) if len(declarations) > 1 else out
 
 
+def _requirements_name(name: str) -> bool:
+    """Whether _REQUIREMENTS matches a name that starts with "requirements" in any case."""
+    if name.isascii() and "\n" not in name:  # re.I folds some non-ASCII letters onto ASCII ones, `$` allows a final newline
+        return name.lower().endswith((".txt", ".in"))
+    return bool(re.match(_REQUIREMENTS, name))
+
+
 def _declares_project(path: Path) -> bool:
     """A pyproject.toml with a `[project]` or `[tool.poetry]` table (seen in its text, not parsed)."""
     try:
         raw = path.read_bytes()
     except OSError:
         return False
+    return _names_project(raw)
+
+
+def _names_project(raw: bytes) -> bool:
+    """Whether `raw` has a line `[project]` or `[tool.poetry]`, as the pattern below finds them."""
+    if b"project" not in raw and b"poetry" not in raw:
+        return False  # the pattern needs one of the words
+    for line in raw.split(b"\n"):  # the usual spelling, one a line; the pattern decides any other
+        line = line.strip()
+        if line[:1] == b"[" and line[-1:] == b"]" and line[1:-1].strip() in (b"project", b"tool.poetry"):
+            return True
     return bool(re.search(rb"(?m)^\s*\[\s*(project|tool\.poetry)\s*\]", raw))
