@@ -69,8 +69,9 @@ def build_parser(only: str | None = None):
     parser = _Parser(prog="opscan", description="Find why a seeded PyTorch run is not reproducible.")
     parser.add_argument("--version", action="version", version=f"opscan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser.subcommand_parsers = {}
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = parser.subcommand_parsers[name] = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or name == only:
             module = importlib.import_module(module_name)
             module.add_arguments(p)
@@ -97,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parse_fast(argv[1:])
     if args is None:
         parser = build_parser(only)
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            # parse_args would say so with the top-level usage line; the command's own is the useful one.
+            owner = parser.subcommand_parsers.get(getattr(args, "command", None), parser)
+            owner.error(f"unrecognized arguments: {' '.join(unknown)}")
         if not getattr(args, "_run", None):
             parser.print_help(sys.stderr)
             return EXIT_ERROR
