@@ -90,6 +90,15 @@ def rules_report(*, torch_version: str | None, device: str = "auto", runs: int =
         except ImportError as exc:
             reason = f"torch does not import ({exc})"
     if reason:
+        if torch_version is not None:
+            from opscan.versions import TorchRange
+
+            # As lint does: a release the rules do not cover is read as the nearest one they do, and
+            # said so, rather than a table of claims about a torch no one has checked.
+            known = TorchRange.from_spec(torch_version, tuple(db.releases), "--torch-version")
+            if known.warning:
+                notices.append(f"warning: {known.warning}")
+                target = known.newest  # the one release it was mapped to
         notices.append(f"{reason}: every row is {matrix.FROM_RULES} (torch {target})")
         rows = matrix.rule_rows(db, target)
         return matrix.make_report(rows, _rules_env(target, torch_installed), title=f"Ops on torch {target}, from the rules", notices=notices, note=NOTE)

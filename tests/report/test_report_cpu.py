@@ -121,6 +121,18 @@ def test_another_torch_is_reported_from_the_rules():
     assert any("not 2.0" in n for n in doc["notices"])
 
 
+@pytest.mark.parametrize(("asked", "read_as", "word"), [("9.9", NEWEST_TORCH, "newer"), ("1.0", "1.8", "older")])
+def test_a_torch_the_rules_do_not_cover_is_read_as_the_nearest_and_said_so(asked, read_as, word):
+    rc, out, err = opscan_report("--torch-version", asked, "--device", "none", "--output-format", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["env"]["rules_torch"] == read_as
+    assert doc["notices"][0] == (
+        f"warning: torch {asked} (from --torch-version) is {word} than any release the rules know "
+        f"(1.8 to {NEWEST_TORCH}); checking against {read_as}"
+    )
+
+
 def test_without_torch_every_row_is_from_the_rules(tmp_path):
     """No torch installed (metadata says so and the import fails): the report still lists every rule."""
     code = (
