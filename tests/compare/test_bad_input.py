@@ -333,3 +333,10 @@ def test_a_record_compared_with_itself_says_so(good, tmp_path):
     copy = tmp_path / "b.jsonl"
     copy.write_bytes(good.read_bytes())  # an equal copy is a real second record: no warning
     assert not any("same file" in n for n in compare_records(str(good), str(copy)).notices)
+
+
+def test_one_step_is_counted_in_the_singular(tmp_path):
+    path = tmp_path / "one.jsonl"
+    run(steps=1).write(path)
+    notices = compare_records(str(path), str(path)).notices
+    assert notices[-1].startswith("the runs match bit for bit: 1 step, ") and " 1 steps" not in notices[-1]
