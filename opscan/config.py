@@ -46,24 +46,26 @@ KNOWN_KEYS = LINT_KEYS  # lint's keys as they are spelled directly in [tool.opsc
 class ScanSettings:
     """`[tool.opscan.scan]`: defaults for scan's flags; None where the file says nothing."""
 
-    __slots__ = ("device", "max_steps", "input_shape")
+    __slots__ = ("device", "max_steps", "input_shape", "device_from")
 
     def __init__(self, device: str | None = None, max_steps: int | None = None, input_shape: tuple[int, ...] | None = None):
         self.device = device
         self.max_steps = max_steps
         self.input_shape = input_shape
+        self.device_from: str | None = None  # "FILE: [tool.opscan.scan] device", for a message about a bad value
 
 
 class BenchSettings:
     """`[tool.opscan.bench]`: defaults for bench's flags; None where the file says nothing."""
 
-    __slots__ = ("device", "input_shape", "rounds", "warmup")
+    __slots__ = ("device", "input_shape", "rounds", "warmup", "device_from")
 
     def __init__(self, device: str | None = None, input_shape: tuple[int, ...] | None = None, rounds: int | None = None, warmup: int | None = None):
         self.device = device
         self.input_shape = input_shape
         self.rounds = rounds
         self.warmup = warmup
+        self.device_from: str | None = None  # "FILE: [tool.opscan.bench] device", for a message about a bad value
 
 
 class ConfigError(ValueError):
@@ -275,6 +277,9 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     cfg = Config(root=source.parent.resolve(), source=source)
     cfg.scan = _scan_settings(sections["scan"], source)
     cfg.bench = _bench_settings(sections["bench"], source)
+    for name, settings in (("scan", cfg.scan), ("bench", cfg.bench)):
+        if settings.device is not None:  # only the runner, with torch, can tell a device from a typo
+            settings.device_from = f"{source}: [tool.opscan.{name}] device"
     if "select" in table:
         cfg.select = _str_list(table["select"], "select", source)
     if "extend-select" in table:

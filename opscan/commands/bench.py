@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from opscan.commands.common import EXIT_ERROR, add_output_arguments, check_output_path, emit, error, needs_torch
+from opscan.commands.common import EXIT_ERROR, add_output_arguments, check_output_path, device_problem, emit, error, needs_torch
 from opscan.commands.scan import add_target_arguments, load_targets, positive, target_paths
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -95,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         device = resolve_device(args.device or settings.device or "auto")
     except TargetError as exc:
-        return error(f"{exc}; {NEEDS_GPU}" if not torch.cuda.is_available() else str(exc))
+        problem = device_problem(exc, args.device, settings)
+        return error(f"{problem}; {NEEDS_GPU}" if not torch.cuda.is_available() else problem)
     if not device.startswith("cuda"):
         return error(f"{NEEDS_GPU}, and {'--device ' + device + ' was asked for' if torch.cuda.is_available() else 'none is available here'}")
 

@@ -32,6 +32,13 @@ def check_output_path(path: str | None) -> str | None:
     return None
 
 
+def device_problem(exc: Exception, flag: str | None, settings) -> str:
+    """What resolve_device said of a bad device, naming the config file when the device came from there."""
+    if flag is None and settings.device is not None and settings.device_from:
+        return f"{settings.device_from}: {exc}"
+    return str(exc)
+
+
 def error(message: str) -> int:
     """Say what is wrong, on stderr, and give the error exit code."""
     print(f"opscan: error: {message}", file=sys.stderr)

@@ -10,7 +10,7 @@ import argparse
 import importlib.util
 import os
 
-from opscan.commands.common import add_output_arguments, check_output_path, emit, error
+from opscan.commands.common import add_output_arguments, check_output_path, device_problem, emit, error
 from opscan.commands.record import add_record_arguments, check_record_args
 from opscan.commands.scan import add_target_arguments, positive
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             device = resolve_device(device or "auto")
         except TargetError as exc:
-            return error(str(exc))
+            return error(device_problem(exc, args.device, settings))
     from opscan.diff import diff
 
     report = diff(

@@ -10,7 +10,7 @@ import os
 import sys
 import time
 
-from opscan.commands.common import EXIT_CLEAN, check_output_path, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, check_output_path, device_problem, error, needs_torch
 from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
 
 SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         device = resolve_device(args.device or settings.device or "auto")
     except TargetError as exc:
-        return error(str(exc))
+        return error(device_problem(exc, args.device, settings))
     seed = args.seed if args.seed is not None or target.kind == "script" else 0
     try:
         result = record(

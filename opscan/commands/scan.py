@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, add_output_arguments, check_output_path, emit, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, check_output_path, device_problem, emit, error, needs_torch
 
 PARTIAL_SCAN = (
     "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         device = resolve_device(args.device or settings.device or "auto")
     except TargetError as exc:
-        return error(str(exc))
+        return error(device_problem(exc, args.device, settings))
     steps = args.steps or settings.max_steps or 1
     probe = ("strict" if args.strict else "default") if args.probe else None
     rank = ranks.from_env()

@@ -75,6 +75,7 @@ def test_without_a_gpu_bench_says_it_needs_one(capsys, monkeypatch, tmp_path):
         ("[tool.opscan.bench]\ninput-shape = [2, 0]\n", "[tool.opscan.bench] input-shape must be a list of positive integers"),
         ("[tool.opscan.bench]\nseed = 1\n", "unknown key(s) in [tool.opscan.bench]: seed"),
         pytest.param("[tool.opscan.bench]\ndevice = 'cpu'\n", "opscan bench needs a CUDA GPU", marks=needs_torch),
+        pytest.param("[tool.opscan.bench]\ndevice = 'tpu9'\n", "pyproject.toml: [tool.opscan.bench] device: 'tpu9' is not a device", marks=needs_torch),
     ],
 )
 def test_config_section(capsys, tmp_path, toml, message):

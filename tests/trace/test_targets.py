@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.trace.helpers import scan
+from tests.trace.helpers import FIXTURES, scan
 from tests.util import needs_torch
 
 CPU = ("--device", "cpu")
@@ -213,3 +213,16 @@ def test_torchvision_targets_download_nothing(capsys, monkeypatch):
     # A segmentation model: weights=None alone would still fetch its pretrained backbone.
     rc, _out, err = scan(capsys, "torchvision:lraspp_mobilenet_v3_large", "--input-shape", "2,3,64,64", *CPU)
     assert rc == 0, err
+
+
+@needs_torch
+def test_a_bad_device_from_the_config_names_the_file(capsys, tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan.scan]\ndevice = 'tpu9'\n")
+    (tmp_path / "m.py").write_text((FIXTURES / "targets_misc.py").read_text())
+    rc, _, err = scan(capsys, "m.py:Factory.build", cwd=tmp_path)
+    assert rc == 2
+    assert err.strip() == (
+        f"opscan: error: {tmp_path / 'pyproject.toml'}: [tool.opscan.scan] device: 'tpu9' is not a device; use cuda, cuda:N, cpu or auto"
+    )
+    rc, _, err = scan(capsys, "m.py:Factory.build", "--device", "tpu8", cwd=tmp_path)  # a flag's value is the flag's
+    assert rc == 2 and err.strip() == "opscan: error: 'tpu8' is not a device; use cuda, cuda:N, cpu or auto"
