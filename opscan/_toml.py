@@ -21,6 +21,8 @@ The subset:
 
 from __future__ import annotations
 
+import sys
+
 _BARE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _END_OF_WORD = frozenset(" \t\r\n#,]}")
 
@@ -217,3 +219,25 @@ def loads(text: str) -> dict | None:
         return _Reader(text).document()
     except (_Outside, IndexError):
         return None
+
+
+class TOMLError(ValueError):
+    """Text that is not valid TOML; the message is tomllib's."""
+
+
+def parse(text: str) -> dict:
+    """`tomllib.loads(text)`: the subset read here, anything else by tomllib, imported only then.
+
+    Raises TOMLError with tomllib's message.
+    """
+    data = loads(text)
+    if data is not None:
+        return data
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TOMLError(str(exc)) from None

@@ -69,9 +69,9 @@ def build_parser(only: str | None = None):
     parser = _Parser(prog="opscan", description="Find why a seeded PyTorch run is not reproducible.")
     parser.add_argument("--version", action="version", version=f"opscan {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    parser.subcommand_parsers = {}
+    parser.subcommand_parsers = sub.choices  # argparse's own name -> parser map, for main's errors
     for name, (module_name, help_text) in COMMANDS.items():
-        p = parser.subcommand_parsers[name] = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or name == only:
             module = importlib.import_module(module_name)
             module.add_arguments(p)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import sys
 from pathlib import Path, PurePosixPath
 
 DEFAULT_EXCLUDE = (
@@ -229,16 +228,9 @@ def _read_toml(path: Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
-    data = _toml.loads(text)  # plain files without tomllib's start-up; None: tomllib decides
-    if data is not None:
-        return data
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        return _toml.parse(text)  # plain files without tomllib's start-up
+    except _toml.TOMLError as exc:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from None
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import sys
 from pathlib import Path
 
 from opscan._plain import Frozen
@@ -429,19 +428,12 @@ def _load_api(raw: dict[str, Any], where: str) -> Api:
     )
 
 
-def _toml():
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
-    return tomllib
-
-
 def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
-    tomllib = _toml()
+    from opscan import _toml
+
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return _toml.parse(data.decode("utf-8"))
+    except (UnicodeDecodeError, _toml.TOMLError) as exc:
         raise RulesError(f"{path}: {exc}") from exc
 
 

@@ -91,3 +91,12 @@ _lines = st.one_of(
 @given(st.lists(_lines, max_size=8), st.sampled_from(["\n", "\r\n"]))
 def test_matches_tomllib(lines, newline):
     _agrees(newline.join(lines) + newline)
+
+
+def test_parse_falls_back_to_tomllib_and_raises_its_message():
+    assert _toml.parse('a = """x"""\n') == {"a": "x"}  # outside the subset: tomllib reads it
+    with pytest.raises(tomllib.TOMLDecodeError) as expected:
+        tomllib.loads("a = \n")
+    with pytest.raises(_toml.TOMLError) as caught:
+        _toml.parse("a = \n")
+    assert str(caught.value) == str(expected.value)

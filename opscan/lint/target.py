@@ -37,7 +37,7 @@ import re
 import sys
 from pathlib import Path
 
-from opscan.versions import TorchRange, VersionError, parse_specifier
+from opscan.versions import TorchRange, VersionError
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
 # Patterns are compiled on first use (re caches them), not at import: lint imports this on every run.
@@ -259,16 +259,9 @@ class _Reader:
         except UnicodeDecodeError as exc:
             self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
             return None
-        data = _toml.loads(text)  # plain files without tomllib's start-up; None: tomllib decides
-        if data is not None:
-            return data
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover
-            import tomli as tomllib
         try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
+            return _toml.parse(text)  # plain files without tomllib's start-up
+        except _toml.TOMLError as exc:
             self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
             return None
 

@@ -14,7 +14,6 @@ nodes), the op call, and nothing else unless the op raised.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 

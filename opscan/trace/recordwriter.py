@@ -195,14 +195,15 @@ class RecordFile:
 
     def __init__(self, path: str):
         self.path = path
+        stream = is_descriptor_link(path)
         # A symlink is followed: the rename replaces the file it names, and the link stays.
-        self._final = path if is_descriptor_link(path) else os.path.realpath(path)
+        self._final = path if stream else os.path.realpath(path)
         # A device or pipe (-o /dev/null, a FIFO) is streamed into directly: a partial
         # file beside /dev/null renamed onto it would replace the device. So is a descriptor
         # link (/dev/stdout) whatever it leads to: /dev/stdout.partial renamed onto /dev/stdout,
         # with stdout a file, replaced the machine's /dev/stdout. It is appended to, as the
         # shell's `>>` asks; its `>` has emptied it already.
-        through = _is_special(path) or is_descriptor_link(path)
+        through = stream or _is_special(path)
         self.partial = path if through else path + ".partial"
         self._file = open(self.partial, "a" if through else "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
         self.bytes = 0

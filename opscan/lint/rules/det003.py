@@ -82,7 +82,7 @@ class ReplaceCublasValue(Edit):
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
 
-        from opscan.lint.fix.nodes import same_quotes, string_value
+        from opscan.lint.fix.nodes import same_quotes
 
         start, end = planner.span(finding)
         node = planner.innermost((cst.Assign, cst.AnnAssign, cst.Call), start, end)
