@@ -12,6 +12,8 @@ its ratio to the plain step, and the record's size per step.
     record_xor     the same with scheme xor64 (one reduction fewer)
     record_direct  the same without the staging buffers (two or three reductions per tensor)
     record_inline  record with the JSON lines made and written in the training process (no writer process)
+    record_native  record with the native engine (opscan/trace/native.py: a RecordFunction callback in C++ and
+                   one fingerprint kernel launch per batch of tensors): what `opscan record` runs on CUDA by default
     debugmode      plain under torch.utils._debug_mode.DebugMode with log_tensor_hashes(hash_fn="hash_tensor"),
                    outputs only (its default), logs kept in memory and not printed: the most favourable
                    setting for DebugMode (skipped where this torch has no DebugMode)
@@ -108,11 +110,16 @@ class RecordVariant:
     OPSCAN_RECORD_WRITER=inline), so the end of step timed is what a run pays.
     """
 
-    def __init__(self, model, train_step, folder: str, device: str, inline: bool = False, **options):
+    def __init__(self, model, train_step, folder: str, device: str, inline: bool = False, native=None, **options):
         path = os.path.join(folder, f"bench-{len(os.listdir(folder))}.jsonl")
         scheme = options.get("scheme", "xor64+sum")
         self.writer = InlineWriter(path, scheme) if inline else open_writer(path, scheme)
-        self.recorder = Recorder(self.writer, target="bench", kind="zoo", steps=0, device=device, seed=0, **options)
+        if native is not None:
+            from opscan.trace.native import NativeRecorder
+
+            self.recorder = NativeRecorder(self.writer, ext=native, target="bench", kind="zoo", steps=0, device=device, seed=0, **options)
+        else:
+            self.recorder = Recorder(self.writer, target="bench", kind="zoo", steps=0, device=device, seed=0, **options)
         self.recorder.modes(model)
         self.train_step = train_step
         self.steps = 0
@@ -130,6 +137,9 @@ class RecordVariant:
     def close(self):
         """End the writer; the record's size is known then (the writer process counts it)."""
         _, self.bytes = self.writer.finish(None, commit=False, remove=True)
+        close = getattr(self.recorder, "close", None)
+        if close is not None:
+            close()
 
 def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: int, folder: str) -> dict:
     base, x = build(name, batch, device, size)
@@ -151,6 +161,17 @@ def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: in
         "record_direct": RecordVariant(*variant_step(), folder, device, staged=False),
         "record_inline": RecordVariant(*variant_step(), folder, device, inline=True),
     }
+    native = None
+    if not os.environ.get("OPSCAN_BENCH_NO_NATIVE"):
+        from opscan.trace import native as native_engine
+
+        native = native_engine.load(cuda=device.startswith("cuda"))
+        if native is None:
+            print(f"record_native skipped: {native_engine.why_not(device.startswith('cuda'))}", file=sys.stderr, flush=True)
+    if native is not None:
+        # One recording at a time per process: the native engine's state is the process's. It records
+        # alone in its rounds (the variants run one after another, never nested), so that holds.
+        records["record_native"] = RecordVariant(*variant_step(), folder, device, native=native)
     runs = {"plain": plain, "noop": noop, **records}
     debug = debug_mode()
     if debug is not None:
@@ -194,6 +215,13 @@ def bench(name: str, batch: int, device: str, size: int, rounds: int, warmup: in
     }
     if "debugmode" in medians:
         result["debugmode_over_record"] = round(medians["debugmode"] / medians["record"], 2)
+    if "record_native" in records:
+        nat = records["record_native"]
+        result["record_native_end_of_step_ms"] = round(statistics.median(nat.end_seconds) * 1e3, 3)
+        result["record_native_ops_per_step"] = nat.recorder.stats.ops // max(nat.recorder.stats.steps, 1)
+        result["record_native_bytes_per_step"] = nat.bytes // max(nat.steps, 1)
+        if "debugmode" in medians:
+            result["debugmode_over_record_native"] = round(medians["debugmode"] / medians["record_native"], 2)
     return result
 
 
@@ -231,8 +259,25 @@ def main(argv=None) -> int:
             f"{q['record_direct']} | {q['record_inline']} | {q.get('debugmode', '-')} | {r.get('debugmode_over_record', '-')} | "
             f"{r['record_end_of_step_ms']} | {r['record_bytes_per_step'] / 1e3:.0f} |"
         )
+    if any("record_native" in r["ratio_to_plain"] for r in results):
+        print()
+        print("| model | batch | plain ms | record_native x | debugmode / record_native | native end of step ms | native ops/step | native kB/step |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in results:
+            q = r["ratio_to_plain"]
+            if "record_native" in q:
+                print(
+                    f"| {r['model']} | {r['batch']} | {r['median_ms']['plain']} | {q['record_native']} | {r.get('debugmode_over_record_native', '-')} | "
+                    f"{r['record_native_end_of_step_ms']} | {r['record_native_ops_per_step']} | {r['record_native_bytes_per_step'] / 1e3:.0f} |"
+                )
     for r in results:
         q = r["ratio_to_plain"]
+        if "record_native" in q:
+            line = f"{r['model']}:{r['batch']}: record_native {q['record_native']}x plain (goal <= 2x: {'met' if q['record_native'] <= 2.0 else 'NOT met'})"
+            if "debugmode_over_record_native" in r:
+                ok = r["debugmode_over_record_native"] >= 4
+                line += f"; DebugMode {r['debugmode_over_record_native']}x slower than record_native (goal >= 4x: {'met' if ok else 'NOT met'})"
+            print(line)
         verdict = "met" if q["record"] <= 2.0 else "NOT met"
         line = f"{r['model']}:{r['batch']}: record {q['record']}x plain (goal <= 2x: {verdict})"
         if "debugmode_over_record" in r:

@@ -39,9 +39,11 @@ FIRST_DIVERGENCE_KEYS = ("op", "module", "file", "line", "step", "phase", "cause
 
 
 def record_argv(target, path: str, *, steps: int, device: str | None, seed: int | None, deterministic: bool,
-                benchmark: bool | None, input_shape, fingerprint: str) -> list[str]:  # fmt: skip
+                benchmark: bool | None, input_shape, fingerprint: str, engine: str = "auto") -> list[str]:  # fmt: skip
     """The `opscan record` command line that records `target` into `path` with these settings."""
     argv = ["record", "--steps", str(steps), "-o", path, "--fingerprint", fingerprint]
+    if engine != "auto":
+        argv += ["--engine", engine]
     if device:
         argv += ["--device", device]
     if seed is not None:
@@ -120,11 +122,16 @@ def _without_torchrun(lines: list[str]) -> list[str]:
     return out
 
 
-def _record_here(target, path: str, label: str, **settings) -> Problem | None:
+def _record_here(target, path: str, label: str, *, engine: str, **settings) -> Problem | None:
+    from opscan.trace.native import recorder_for
     from opscan.trace.record import record
 
     try:
-        result = record(target, path, **settings)
+        make_recorder, notice = recorder_for(engine, settings["device"])
+    except ValueError as exc:  # --engine native where it cannot be built
+        return Problem(f"recording run {label} failed: {exc}")
+    try:
+        result = record(target, path, make_recorder=make_recorder, notices=[notice] if notice else [], **settings)
     except OSError as exc:
         return Problem(f"recording run {label} failed: cannot write {path}: {exc.strerror or exc}")
     if result.problem is not None:
@@ -163,6 +170,7 @@ def diff(
     benchmark: bool | None = None,
     input_shape=None,
     fingerprint: str = "xor64+sum",
+    engine: str = "auto",
     same_process: bool = False,
     keep: str | None = None,
     nproc: int | None = None,
@@ -188,11 +196,12 @@ def diff(
                 problem = _record_here(
                     target, path, label, device=resolve_device(device or "auto"), steps=steps, seed=seed,
                     deterministic=deterministic, benchmark=benchmark, input_shape=input_shape, scheme=fingerprint,
+                    engine=engine,
                 )  # fmt: skip
             else:
                 argv = record_argv(
                     target, path, steps=steps, device=device, seed=seed, deterministic=deterministic,
-                    benchmark=benchmark, input_shape=input_shape, fingerprint=fingerprint,
+                    benchmark=benchmark, input_shape=input_shape, fingerprint=fingerprint, engine=engine,
                 )  # fmt: skip
                 problem = _record_in_child(argv, label, nproc)
                 if problem is None and nproc is not None:

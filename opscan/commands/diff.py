@@ -58,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
         target, steps=args.steps or 2, device=device,
         seed=args.seed if args.seed is not None or target.kind == "script" else 0,
         deterministic=args.deterministic, benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape,
-        fingerprint=args.fingerprint, same_process=args.same_process, keep=args.keep, nproc=args.nproc_per_node,
+        fingerprint=args.fingerprint, engine=args.engine, same_process=args.same_process, keep=args.keep, nproc=args.nproc_per_node,
     )  # fmt: skip
     return emit(report, args)

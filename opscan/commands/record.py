@@ -14,6 +14,7 @@ from opscan.commands.common import EXIT_CLEAN, check_output_path, device_problem
 from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
 
 SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
+ENGINES = ("auto", "native", "python")  # opscan.trace.native.ENGINES, likewise
 
 
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +36,11 @@ def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fingerprint", choices=SCHEMES, default=SCHEMES[0],
         help=f"fingerprint scheme (default {SCHEMES[0]}; see docs/record.md)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--engine", choices=ENGINES, default="auto",
+        help="who does the per-op work: native (C++, built on first use: a compiler and, for CUDA, nvcc), "
+        "python (a dispatch mode), or auto: native on a CUDA device where it builds, else python (docs/record.md)",
     )  # fmt: skip
 
 
@@ -102,10 +108,17 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         return error(device_problem(exc, args.device, settings))
     seed = args.seed if args.seed is not None or target.kind == "script" else 0
+    from opscan.trace.native import recorder_for
+
+    try:
+        make_recorder, notice = recorder_for(args.engine, device)
+    except ValueError as exc:  # --engine native where it cannot be built
+        return error(f"{_who(rank)}{exc}")
     try:
         result = record(
             target, path, device=device, steps=args.steps or 1, seed=seed, deterministic=args.deterministic,
             benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape, scheme=args.fingerprint,
+            make_recorder=make_recorder, notices=[notice] if notice else [],
         )  # fmt: skip
     except OSError as exc:
         return error(f"{_who(rank)}cannot write {path}: {exc.strerror or exc}")

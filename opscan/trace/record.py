@@ -283,6 +283,8 @@ class Recorder:
     `on_step=`; `finish(outcome)` writes the end line and renames the file.
     """
 
+    engine = "python"  # opscan/trace/native.py's NativeRecorder: "native"
+
     def __init__(
         self,
         writer,
@@ -341,9 +343,8 @@ class Recorder:
             self._name_params(model.named_parameters())
         return [self]
 
-    def __enter__(self) -> Recorder:
-        from torch.optim.optimizer import register_optimizer_step_pre_hook
-
+    def _set_flags(self) -> None:
+        """The flags asked for (--deterministic, --benchmark), saving what they were for `_restore_flags`."""
         from opscan.trace.state import TorchFlags
 
         self._saved_flags = TorchFlags.capture() if self.deterministic or self.benchmark is not None else None
@@ -352,6 +353,16 @@ class Recorder:
             torch.backends.cudnn.benchmark = False
         if self.benchmark is not None:
             torch.backends.cudnn.benchmark = self.benchmark
+
+    def _restore_flags(self) -> None:
+        saved, self._saved_flags = self._saved_flags, None
+        if saved is not None:
+            saved.restore()
+
+    def __enter__(self) -> Recorder:
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        self._set_flags()
         self.sourcemap.install()
         self._handles.append(register_optimizer_step_pre_hook(self._before_optimizer_step))
         # Every object alive now (torch, the model, the user's program) moves to the collector's
@@ -381,9 +392,7 @@ class Recorder:
             gc.set_threshold(*self._gc_threshold)
             gc.unfreeze()
         self.sourcemap.remove()
-        saved, self._saved_flags = self._saved_flags, None
-        if saved is not None:
-            saved.restore()
+        self._restore_flags()
 
     def _before_optimizer_step(self, optimizer, args, kwargs) -> None:
         if self._flags is None:
@@ -659,17 +668,7 @@ class Recorder:
                     f'"dtypes":{json.dumps([str(d).removeprefix("torch.") for d in dtypes])}'
                 )
             rows.append((info.oid, phase, sid, mid, ins, outs, norm, rng))
-        param_rows: list = [None] * len(params)
-        names = self._param_json
-        for indexes, block, sizes in blocks.values():
-            offset = len(indexes)
-            for j, i in enumerate(indexes):
-                name = params[i][0]
-                text = names.get(name)
-                if text is None:
-                    text = names[name] = json.dumps(name)
-                param_rows[i] = (text, handles[i], block, j, offset, sizes[j])
-                offset += sizes[j]
+        param_rows = self._param_rows(params, handles, blocks)
         loss, self._loss = self._loss, None
         self._uninitialised.clear()  # a storage freed since may be reused by a tensor made without any op
         keep = self._prune()
@@ -688,6 +687,21 @@ class Recorder:
         self._new_ops, self._new_param_handles = {}, {}
         self.stats.steps = step + 1
         self.stats.ops += len(ops)
+
+    def _param_rows(self, params, handles, blocks) -> list:
+        """Step.params: each parameter's name as JSON, fingerprint handle, and where its norm and sample are in its block."""
+        rows: list = [None] * len(params)
+        names = self._param_json
+        for indexes, block, sizes in blocks.values():
+            offset = len(indexes)
+            for j, i in enumerate(indexes):
+                name = params[i][0]
+                text = names.get(name)
+                if text is None:
+                    text = names[name] = json.dumps(name)
+                rows[i] = (text, handles[i], block, j, offset, sizes[j])
+                offset += sizes[j]
+        return rows
 
     def _where(self, site) -> str:
         entry = self.sourcemap.name(site.module) if site.module is not None else None
@@ -764,7 +778,7 @@ class Recorder:
         for device, indexes in by_device.items():
             tensors = [params[i][1].detach() for i in indexes]
             norms = _norms(tensors)
-            samples = [self._sample(t) for t in tensors]
+            samples = [self._sample(params[i][1]) for i in indexes]  # the parameter itself: its view is kept
             blocks[device] = (indexes, self.fpr.add_block(norms + samples, device), [s.numel() for s in samples])
         return blocks
 
@@ -779,7 +793,7 @@ class Recorder:
         if cached is not None and cached[0] == key:
             return cached[1]
         n = t.numel()
-        flat = t.reshape(-1)
+        flat = t.detach().reshape(-1)
         view = flat[:: -(-n // SAMPLE)] if n else flat
         if view.dtype != torch.float32:
             return view.float()
@@ -805,7 +819,8 @@ class Recorder:
             "device": self.device,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "fingerprint": self.fpr.scheme,
-            "env": {**record_env(self.device, flags), **header_env()},  # header_env: rank, world size (opscan/trace/ranks.py)
+            # header_env: rank, world size (opscan/trace/ranks.py); the engine, so that compare shows two that differ.
+            "env": {**record_env(self.device, flags), **header_env(), "record_engine": self.engine},
         }
         return json.dumps(header)
 
@@ -996,6 +1011,8 @@ def record(
     scheme: str = DEFAULT_SCHEME,
     staged: bool | None = None,
     workload=None,
+    make_recorder=None,
+    notices=(),
 ) -> RecordResult:
     """Record `target` for `steps` optimizer steps into `path` (streamed through PATH.partial).
 
@@ -1003,6 +1020,9 @@ def record(
     turns cudnn.benchmark off (and sets CUBLAS_WORKSPACE_CONFIG=:4096:8 where
     this torch needs it and it is not set; the variable is put back after);
     `benchmark` sets cudnn.benchmark. The runner puts every flag back.
+    `make_recorder(writer, **options)`: the Recorder to use (default `Recorder`,
+    the Python engine; opscan/trace/native.py's `recorder_for` gives the native
+    engine's). `notices` go first in the result's.
     Raises OSError if PATH.partial cannot be created; anything else that goes
     wrong is in the result's `problem`.
     """
@@ -1010,7 +1030,7 @@ def record(
 
     t0 = time.perf_counter()
     writer = open_writer(path, scheme)
-    recorder = Recorder(
+    recorder = (make_recorder or Recorder)(
         writer, target=target.name, kind=target.kind, argv=target.argv, steps=steps, device=device, seed=seed,
         scheme=scheme, deterministic=deterministic, benchmark=benchmark, staged=staged,
     )  # fmt: skip
@@ -1034,6 +1054,7 @@ def record(
                 os.environ["CUBLAS_WORKSPACE_CONFIG"] = saved_cublas
     complete = outcome.problem is None
     result = RecordResult(None, complete, stopped=outcome.stopped, notices=list(outcome.notices), problem=outcome.problem)
+    result.notices[:0] = list(notices)
     result.path = recorder.finish(outcome, complete=complete)  # OSError: the writer removed PATH.partial
     if not complete and result.path:
         result.notices.append(f"the record is incomplete: {result.path} holds the first {recorder.stats.steps} step(s)")

@@ -106,6 +106,8 @@ class Resolver:
         ("x", base handle, shape, stride, offset, dtype)  a view: derived from the base's fingerprint
         ("v", host, k)                                   a value (a loss) in f64 slot k
         ("c", hex, norm)                                 known without the device (an empty tensor)
+        ("F", blob, count)                               `count` handles the native engine resolved: per handle
+                                                          17 bytes, <QdB: fingerprint, norm (NaN: none), known
     """
 
     def __init__(self, scheme: str):
@@ -144,6 +146,13 @@ class Resolver:
             elif kind == "v":
                 out_hex[handle] = None
                 out_norm[handle] = hosts[entry[1]].get("f64")[entry[2]]
+            elif kind == "F":
+                for fp, norm, known in struct.iter_unpack("<QdB", entry[1]):
+                    out_hex[handle] = f"{fp:016x}" if known else None
+                    if norm == norm:  # not NaN
+                        out_norm[handle] = norm
+                    handle += 1
+                continue
             else:
                 out_hex[handle] = entry[1]
                 if entry[2] is not None:
@@ -155,6 +164,37 @@ class Resolver:
         keep = set(handles)
         self.hex = {h: v for h, v in self.hex.items() if h in keep}
         self.norm = {h: v for h, v in self.norm.items() if h in keep}
+
+
+PHASES = ("forward", "backward", "optimizer")  # opscan.trace.sourcemap's PHASE_*, by the native engine's number
+
+
+class PackedOps:
+    """A step's ops as the native engine hands them over: one bytes object, decoded only here.
+
+    Per op, <iiiBHHq (op number, site number, shapes number, phase number,
+    input count, output count, norm handle) then the input and output handles
+    (<q each); a handle below 0 is none. `rngs`: op index -> generator state.
+    Iterating gives the same tuples as `Step.ops` holds for the Python engine.
+    """
+
+    def __init__(self, blob: bytes, count: int, rngs: dict):
+        self.blob, self.count, self.rngs = blob, count, rngs
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self):
+        blob, rngs, unpack = self.blob, self.rngs, struct.unpack_from
+        offset = 0
+        for i in range(self.count):
+            oid, sid, mid, phase, nin, nout, norm = unpack("<iiiBHHq", blob, offset)
+            offset += 25
+            handles = unpack(f"<{nin + nout}q", blob, offset)
+            offset += 8 * (nin + nout)
+            ins = [h if h >= 0 else None for h in handles[:nin]]
+            outs = [h if h >= 0 else None for h in handles[nin:]]
+            yield oid, PHASES[phase], sid, mid, ins, outs, (norm if norm >= 0 else None), rngs.get(i)
 
 
 @dataclass
@@ -169,7 +209,7 @@ class Step:
     hosts: list[bytes]
     entries: list[tuple]
     blocks: list[tuple]  # (host, first slot, float count)
-    ops: list[tuple]
+    ops: list[tuple] | PackedOps
     params: list[tuple]
     loss: int | None
     keep: list[int] | None = None  # handles later steps may refer to (None: keep all)
