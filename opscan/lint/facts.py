@@ -644,23 +644,8 @@ class _FactsBuilder:
                         out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
-        if isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                self.assign_target_events(t, None, scope, out, node)
-            return
-        if isinstance(target, ast.Subscript):
-            container = self.qualify(target.value, scope)
-            if container == _ENV:
-                key = self.value(target.slice, scope)
-                if isinstance(key, str):
-                    out.append(Event(loc_of(node), EnvWrite(key, self.value(value, scope) if value is not None else UNKNOWN)))
-            return
-        if isinstance(target, ast.Attribute):
-            q = self.qualify(target, scope)
-            if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
-                out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
-            return
-        if isinstance(target, ast.Name):
+        cls = target.__class__
+        if cls is ast.Name:  # the commonest target, first
             name = target.id
             scope.aliases.pop(name, None)
             scope.instances.pop(name, None)
@@ -674,11 +659,11 @@ class _FactsBuilder:
                     scope.cuda_names.add(name)
                 return
             func = value.func
-            cls = self.qualify(func, scope)
-            if cls:
-                scope.instances[name] = cls
-                if cls in SETTINGS_CLASSES:
-                    scope.built[name] = Built(cls, self.call_args(value, scope), loc_of(value))
+            callee = self.qualify(func, scope)
+            if callee:
+                scope.instances[name] = callee
+                if callee in SETTINGS_CLASSES:
+                    scope.built[name] = Built(callee, self.call_args(value, scope), loc_of(value))
             # `torch.device("cuda")`, or one whose argument is a CUDA device or mentions "cuda". The
             # callee is named again now that `name` holds an instance: a chain through `name` may
             # name another callee. Only an attribute chain ending in `.device` can be torch.device;
@@ -686,9 +671,26 @@ class _FactsBuilder:
             if func.__class__ is ast.Attribute:
                 device = func.attr == "device" and self.qualify(func, scope) == "torch.device"
             else:
-                device = cls == "torch.device"
+                device = callee == "torch.device"
             if device and ((value.args and self._device_is_cuda(value.args[0], scope)) or _mentions_cuda(value)):
                 scope.cuda_names.add(name)
+            return
+        if cls is ast.Tuple or cls is ast.List:
+            for t in target.elts:
+                self.assign_target_events(t, None, scope, out, node)
+            return
+        if cls is ast.Subscript:
+            container = self.qualify(target.value, scope)
+            if container == _ENV:
+                key = self.value(target.slice, scope)
+                if isinstance(key, str):
+                    out.append(Event(loc_of(node), EnvWrite(key, self.value(value, scope) if value is not None else UNKNOWN)))
+            return
+        if cls is ast.Attribute:
+            q = self.qualify(target, scope)
+            if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
+                out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
+            return
 
     # -- statements ----------------------------------------------------------
 
@@ -704,7 +706,8 @@ class _FactsBuilder:
         elif cls is ast.Assign:
             self.expression_events(stmt.value, scope, out)
             for t in stmt.targets:
-                self.target_subexpressions(t, scope, out)
+                if t.__class__ is not ast.Name:  # a name has nothing inside that runs
+                    self.target_subexpressions(t, scope, out)
                 self.assign_target_events(t, stmt.value, scope, out, stmt)
         elif cls is ast.Import or cls is ast.ImportFrom:
             loads = self._import(stmt, scope)
@@ -806,7 +809,7 @@ class _FactsBuilder:
         if class_name is not None and params and params[0] in ("self", "cls"):
             inner.shadowed.discard(params[0])
         facts = FunctionFacts(qualname, loc_of(node), params=tuple(params))
-        decorated_no_grad = any(
+        decorated_no_grad = bool(node.decorator_list) and any(
             self.qualify(d.func if isinstance(d, ast.Call) else d, scope) in _NO_GRAD for d in node.decorator_list
         )
         # The body runs when the function is called, and Python looks its names up then: after
