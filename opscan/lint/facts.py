@@ -382,17 +382,20 @@ class _FactsBuilder:
         """The qualified name an expression refers to, through imports and local definitions."""
         # A loop, not recursion: attribute and call chains (`a.b().c()...`) can be thousands long.
         attrs: list[str] = []  # outermost first
+        Name, Attribute = ast.Name, ast.Attribute  # exact types: ast.parse makes no subclasses
         while True:
-            if isinstance(node, ast.Name):
+            cls = node.__class__
+            if cls is Name:
                 base = scope.lookup(node.id)
                 break
-            if not isinstance(node, ast.Attribute):
+            if cls is not Attribute:
                 return None
-            if isinstance(node.value, ast.Name):
-                if node.value.id == "self" and scope.class_name and scope.lookup("self") is None:
+            value = node.value
+            if value.__class__ is Name:
+                if value.id == "self" and scope.class_name and scope.lookup("self") is None:
                     base = f"{THIS}.{scope.class_name}.{node.attr}"
                     break
-                held = scope.instance(node.value.id)
+                held = scope.instance(value.id)
                 if held:
                     base = f"{held}.{node.attr}"
                     break
@@ -400,7 +403,7 @@ class _FactsBuilder:
             if len(attrs) > _MAX_QUALNAME_PARTS:
                 return None
             # torch.Generator().manual_seed, Fabric().seed_everything: through the call to what is called
-            node = node.value.func if isinstance(node.value, ast.Call) else node.value
+            node = value.func if value.__class__ is ast.Call else value
         if not base:
             return None
         return ".".join([base, *reversed(attrs)])
@@ -537,24 +540,44 @@ class _FactsBuilder:
         """Events of the calls inside an expression, innermost (evaluated first) first."""
         # Post-order with an explicit stack: `1 + 1 + ... + 1` nests one level per term, and
         # CPython compiles such chains thousands deep. This loop is the hottest code in lint,
-        # hence the exact-type tests and the per-class table of fields that can hold nodes.
+        # hence the exact-type tests, the per-class table of fields that can hold nodes, and
+        # the commonest nodes (names, attribute chains, calls) handled without that table.
         stack: list = [node]
         pop, push = stack.pop, stack.append
+        Attribute, Call, Constant, Name = ast.Attribute, ast.Call, ast.Constant, ast.Name
+        no_events, table = _NO_EVENTS, _NODE_FIELDS
         while stack:
             node = pop()
             cls = node.__class__
+            while cls is Attribute:  # `a.b.c`: nothing but its value can call
+                node = node.value
+                cls = node.__class__
+            if cls is Name:
+                continue
+            if cls is Call:
+                push((node,))  # popped once the arguments are done: the call itself
+                keywords = node.keywords
+                for i in range(len(keywords) - 1, -1, -1):  # a keyword's value is all it holds
+                    value = keywords[i].value
+                    if value.__class__ is not Name:
+                        push(value)
+                args = node.args
+                for i in range(len(args) - 1, -1, -1):
+                    value = args[i]
+                    if value.__class__ is not Name:
+                        push(value)
+                push(node.func)  # popped first: the callee is evaluated before the arguments
+                continue
             if cls is tuple:  # (call,): its arguments are done, now the call itself
                 self.call_event(node[0], scope, out)
                 continue
-            if cls is ast.Constant:
+            if cls is Constant:
                 if node.value in _ENV_NAMES:
                     out.append(Event(loc_of(node), EnvRead(node.value)))
                 continue
-            if cls in _NO_EVENTS:
+            if cls in no_events:
                 continue
-            if cls is ast.Call:
-                push((node,))
-            fields = _NODE_FIELDS.get(cls)
+            fields = table.get(cls)
             if fields is None:
                 fields = _node_fields(cls)
             for name in fields:  # reversed order: the first child is popped first
@@ -577,11 +600,19 @@ class _FactsBuilder:
         method = func.attr if func.__class__ is ast.Attribute else None
         refs: list[str] = []  # local functions handed over by name: Fire(main), spawn(worker)
         loader = qualname in DATALOADERS  # its callbacks are followed by its Loader event instead
-        for value in [*call.args, *(k.value for k in call.keywords)] if not loader else ():
-            if value.__class__ is ast.Name:
-                q = scope.lookup(value.id)
-                if q and q.startswith(_THIS_DOT):
-                    refs.append(q)
+        if not loader:
+            Name = ast.Name
+            for value in call.args:
+                if value.__class__ is Name:
+                    q = scope.lookup(value.id)
+                    if q and q.startswith(_THIS_DOT):
+                        refs.append(q)
+            for k in call.keywords:
+                value = k.value
+                if value.__class__ is Name:
+                    q = scope.lookup(value.id)
+                    if q and q.startswith(_THIS_DOT):
+                        refs.append(q)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         args = None
         loc = None  # made only for a call with an event (most are dropped); then its events share it
@@ -613,23 +644,8 @@ class _FactsBuilder:
                         out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
-        if isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                self.assign_target_events(t, None, scope, out, node)
-            return
-        if isinstance(target, ast.Subscript):
-            container = self.qualify(target.value, scope)
-            if container == _ENV:
-                key = self.value(target.slice, scope)
-                if isinstance(key, str):
-                    out.append(Event(loc_of(node), EnvWrite(key, self.value(value, scope) if value is not None else UNKNOWN)))
-            return
-        if isinstance(target, ast.Attribute):
-            q = self.qualify(target, scope)
-            if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
-                out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
-            return
-        if isinstance(target, ast.Name):
+        cls = target.__class__
+        if cls is ast.Name:  # the commonest target, first
             name = target.id
             scope.aliases.pop(name, None)
             scope.instances.pop(name, None)
@@ -638,16 +654,43 @@ class _FactsBuilder:
             scope.shadowed.add(name)
             if value is None:
                 return
-            if isinstance(value, ast.Call):
-                cls = self.qualify(value.func, scope)
-                if cls:
-                    scope.instances[name] = cls
-                    if cls in SETTINGS_CLASSES:
-                        scope.built[name] = Built(cls, self.call_args(value, scope), loc_of(value))
-            if self._device_is_cuda(value, scope) or (
-                isinstance(value, ast.Call) and self.qualify(value.func, scope) == "torch.device" and _mentions_cuda(value)
-            ):
+            if value.__class__ is not ast.Call:
+                if self._device_is_cuda(value, scope):
+                    scope.cuda_names.add(name)
+                return
+            func = value.func
+            callee = self.qualify(func, scope)
+            if callee:
+                scope.instances[name] = callee
+                if callee in SETTINGS_CLASSES:
+                    scope.built[name] = Built(callee, self.call_args(value, scope), loc_of(value))
+            # `torch.device("cuda")`, or one whose argument is a CUDA device or mentions "cuda". The
+            # callee is named again now that `name` holds an instance: a chain through `name` may
+            # name another callee. Only an attribute chain ending in `.device` can be torch.device;
+            # a bare name is looked up among aliases, which the instance does not change.
+            if func.__class__ is ast.Attribute:
+                device = func.attr == "device" and self.qualify(func, scope) == "torch.device"
+            else:
+                device = callee == "torch.device"
+            if device and ((value.args and self._device_is_cuda(value.args[0], scope)) or _mentions_cuda(value)):
                 scope.cuda_names.add(name)
+            return
+        if cls is ast.Tuple or cls is ast.List:
+            for t in target.elts:
+                self.assign_target_events(t, None, scope, out, node)
+            return
+        if cls is ast.Subscript:
+            container = self.qualify(target.value, scope)
+            if container == _ENV:
+                key = self.value(target.slice, scope)
+                if isinstance(key, str):
+                    out.append(Event(loc_of(node), EnvWrite(key, self.value(value, scope) if value is not None else UNKNOWN)))
+            return
+        if cls is ast.Attribute:
+            q = self.qualify(target, scope)
+            if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
+                out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
+            return
 
     # -- statements ----------------------------------------------------------
 
@@ -660,30 +703,31 @@ class _FactsBuilder:
         if cls is ast.Expr or cls is ast.Return:  # the commonest statements, first
             if stmt.value is not None:
                 self.expression_events(stmt.value, scope, out)
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        elif cls is ast.Assign:
+            self.expression_events(stmt.value, scope, out)
+            for t in stmt.targets:
+                if t.__class__ is not ast.Name:  # a name has nothing inside that runs
+                    self.target_subexpressions(t, scope, out)
+                self.assign_target_events(t, stmt.value, scope, out, stmt)
+        elif cls is ast.Import or cls is ast.ImportFrom:
             loads = self._import(stmt, scope)
             if loads:
                 out.append(Event(loc_of(stmt), Import(loads)))
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        elif cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
             for d in stmt.decorator_list:
                 self.expression_events(d, scope, out)
             self.function(stmt, scope, prefix, class_name=None)
-        elif isinstance(stmt, ast.ClassDef):
+        elif cls is ast.ClassDef:
             for d in stmt.decorator_list + stmt.bases:
                 self.expression_events(d, scope, out)
             self.class_def(stmt, scope, prefix)
-        elif isinstance(stmt, ast.Assign):
-            self.expression_events(stmt.value, scope, out)
-            for t in stmt.targets:
-                self.target_subexpressions(t, scope, out)
-                self.assign_target_events(t, stmt.value, scope, out, stmt)
-        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+        elif cls is ast.AnnAssign or cls is ast.AugAssign:
             if stmt.value is not None:
                 self.expression_events(stmt.value, scope, out)
             self.target_subexpressions(stmt.target, scope, out)
             if stmt.value is not None or isinstance(stmt, ast.AugAssign):
                 self.assign_target_events(stmt.target, stmt.value if isinstance(stmt, ast.AnnAssign) else None, scope, out, stmt)
-        elif isinstance(stmt, ast.If):
+        elif cls is ast.If:
             self.expression_events(stmt.test, scope, out)
             if _is_main_guard(stmt.test) and scope is self.module_scope:
                 # The block runs when the file runs as a script, its else branch when it is imported.
@@ -695,7 +739,7 @@ class _FactsBuilder:
             else:
                 self.body(stmt.body, scope, out, prefix)
                 self.body(stmt.orelse, scope, out, prefix)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
                 self.expression_events(item.context_expr, scope, out)
@@ -707,12 +751,12 @@ class _FactsBuilder:
             self.no_grad_depth += no_grad
             self.body(stmt.body, scope, out, prefix)
             self.no_grad_depth -= no_grad
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        elif cls is ast.For or cls is ast.AsyncFor:
             self.expression_events(stmt.iter, scope, out)
             self.assign_target_events(stmt.target, None, scope, out, stmt)
             self.body(stmt.body, scope, out, prefix)
             self.body(stmt.orelse, scope, out, prefix)
-        elif isinstance(stmt, ast.While):
+        elif cls is ast.While:
             self.expression_events(stmt.test, scope, out)
             self.body(stmt.body, scope, out, prefix)
             self.body(stmt.orelse, scope, out, prefix)
@@ -765,7 +809,7 @@ class _FactsBuilder:
         if class_name is not None and params and params[0] in ("self", "cls"):
             inner.shadowed.discard(params[0])
         facts = FunctionFacts(qualname, loc_of(node), params=tuple(params))
-        decorated_no_grad = any(
+        decorated_no_grad = bool(node.decorator_list) and any(
             self.qualify(d.func if isinstance(d, ast.Call) else d, scope) in _NO_GRAD for d in node.decorator_list
         )
         # The body runs when the function is called, and Python looks its names up then: after
