@@ -332,7 +332,7 @@ class NativeRecorder(Recorder):
         )  # fmt: skip
         self.stats.steps = step + 1
         self.stats.ops += len(rows)
-        unfingerprinted, internal, first_internal, first_failure = self.ext.stats()
+        unfingerprinted, internal, first_internal, first_failure, _ = self.ext.stats()
         self.stats.unfingerprinted = unfingerprinted
         self.stats.internal_errors = internal
         self.stats.first_internal = first_internal or None
@@ -340,7 +340,11 @@ class NativeRecorder(Recorder):
 
     def finish(self, outcome=None, *, complete: bool = True):
         try:
-            return super().finish(outcome, complete=complete)
+            # The ops after the last step are the engine's, not in self.ops: count them for record()'s notice.
+            pending = self.ext.stats()[4] if self._started else 0
+            path = super().finish(outcome, complete=complete)
+            self.stats.unrecorded_ops = pending
+            return path
         finally:
             self.close()
 

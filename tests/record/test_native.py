@@ -8,6 +8,7 @@ the tests that need it skip and say why; those of the choice itself always run.
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import pytest
@@ -144,6 +145,29 @@ def test_a_script_is_recorded_with_its_parameters_named(ext, capsys, tmp_path):
     assert init and all(op["in"] == [None] for op in init)  # nn.Linear's torch.empty weight: garbage, not fingerprinted
     later = [op for op in rec["ops"] if op["step"] == 2 and op["phase"] == "forward" and op["op"] == "aten.linear.default"]
     assert later and any(fp and fp.startswith("p:0.weight@") for op in later for fp in op["in"])
+
+
+AFTER_THE_LAST_STEP = """
+import torch
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.ones(2, 3)).sum().backward()
+opt.step()
+print(float((torch.ones(3) * 2).sum()))  # after the last step: ops in no step
+"""
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_ops_after_the_last_step_are_counted_and_said(request, capsys, tmp_path, engine):
+    if engine == "native":
+        request.getfixturevalue("ext")
+    (tmp_path / "after.py").write_text(AFTER_THE_LAST_STEP)
+    path = tmp_path / "after.jsonl"
+    rc, _, err = record(capsys, "--steps", "5", *CPU, "--engine", engine, "-o", str(path), "--run", "after.py", cwd=tmp_path)
+    assert rc == 0, err
+    counted = re.search(r"opscan: (\d+) op\(s\) after the last optimizer step are in no step and were not written", err)
+    assert counted and int(counted[1]) >= 3, err  # ones, mul, sum (and the read of the value)
+    assert len(read(path)["steps"]) == 1
 
 
 def test_torch_state_is_as_before(ext, capsys, tmp_path):

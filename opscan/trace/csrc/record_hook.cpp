@@ -1046,7 +1046,7 @@ void forget_nodes_before(int64_t seq) {
 py::tuple stats() {
   TORCH_CHECK(S, "the native record engine has not been started");
   std::lock_guard<std::recursive_mutex> lock(S->mu);
-  return py::make_tuple(S->unfingerprinted, S->internal_errors, S->first_internal, S->first_failure);
+  return py::make_tuple(S->unfingerprinted, S->internal_errors, S->first_internal, S->first_failure, (int64_t)S->ops.size());
 }
 
 // Drop everything (after pause): the next start is a fresh record.
