@@ -64,8 +64,11 @@ def build_dir(cuda: bool) -> Path:
     return Path(root) / f"record_{digest.hexdigest()[:16]}"
 
 
-def load(cuda: bool | None = None):
-    """The built extension, or None; `why_not()` then says why. `cuda`: with the GPU kernel (default: if CUDA works)."""
+def load(cuda: bool | None = None, *, announce: bool = False):
+    """The built extension, or None; `why_not()` then says why. `cuda`: with the GPU kernel (default: if CUDA works).
+
+    `announce`: say on stderr, before a build, that one is starting (it takes tens of seconds, once).
+    """
     if cuda is None:
         cuda = torch.cuda.is_available()
     if cuda in _loaded:
@@ -79,6 +82,13 @@ def load(cuda: bool | None = None):
             raise RuntimeError("no CUDA toolkit (nvcc) was found")
         folder = build_dir(cuda)
         folder.mkdir(parents=True, exist_ok=True)
+        if announce and not any(folder.glob("*.so")):
+            print(
+                f"opscan: building the native record engine into {folder} (once per torch version, about a minute; "
+                "--engine python records without it)",
+                file=sys.stderr,
+                flush=True,
+            )
         sources = [str(CSRC / "record_hook.cpp")] + ([str(CSRC / "fingerprint.cu")] if cuda else [])
         # NDEBUG as torch itself is built: record_function.h checks, in debug builds only, state that a release torch never sets.
         flags = ["-O3", "-DNDEBUG"] + ([] if cuda else ["-DOPSCAN_NO_CUDA"])
@@ -97,8 +107,7 @@ def load(cuda: bool | None = None):
                 verbose=False,
             )
     except Exception as exc:  # noqa: BLE001 - any failure to build means the Python engine, with the reason
-        text = str(exc).strip().splitlines()
-        _failed[cuda] = f"{type(exc).__name__}: {text[-1] if text else ''}"[:300]
+        _failed[cuda] = _reason(exc)
         return None
     _loaded[cuda] = module
     return module
@@ -127,7 +136,7 @@ def recorder_for(engine: str, device: str):
         info = from_env()
         if info is not None and info.world_size > 1:
             return None, "recorded with the Python engine: the native engine records one process (collectives are the Python engine's)"
-    ext = load(cuda=cuda)
+    ext = load(cuda=cuda, announce=True)
     if ext is None:
         if engine == "native":
             raise ValueError(f"the native record engine could not be built: {why_not(cuda)}")
@@ -137,6 +146,15 @@ def recorder_for(engine: str, device: str):
         return NativeRecorder(writer, ext=ext, **options)
 
     return make, None
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a failed build: the compiler's first error where the output has one, else the last line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    errors = [line for line in lines if " error" in line.lower() or line.lower().startswith("error")]
+    errors = [line for line in errors if not line.startswith("Error building extension")] or errors
+    line = errors[0] if errors else (lines[-1] if lines else "")
+    return f"{type(exc).__name__}: {line}"[:300]
 
 
 def why_not(cuda: bool | None = None) -> str | None:

@@ -229,7 +229,7 @@ def test_auto_on_the_cpu_is_the_python_engine(capsys, tmp_path):
 def test_native_that_cannot_be_built_is_an_error_and_auto_says_why(capsys, tmp_path, monkeypatch):
     from opscan.trace import native
 
-    monkeypatch.setattr(native, "load", lambda cuda=None: None)
+    monkeypatch.setattr(native, "load", lambda cuda=None, announce=False: None)
     monkeypatch.setattr(native, "why_not", lambda cuda=None: "RuntimeError: no compiler")
     path = tmp_path / "n.jsonl"
     rc, _, err = record(capsys, "models.py:build_clean", *CPU, *NATIVE, "-o", str(path))
@@ -239,6 +239,21 @@ def test_native_that_cannot_be_built_is_an_error_and_auto_says_why(capsys, tmp_p
     assert make is None and notice == "recorded with the Python engine: the native engine could not be built (RuntimeError: no compiler)"
     with pytest.raises(ValueError, match="unknown record engine 'fast'"):
         native.recorder_for("fast", "cpu")
+
+
+def test_a_failed_build_is_told_by_the_compilers_first_error():
+    from opscan.trace.native import _reason
+
+    output = (
+        "Error building extension 'opscan_record_1': [1/2] c++ -c record_hook.cpp\n"
+        "FAILED: record_hook.o\n"
+        "record_hook.cpp:12:10: fatal error: torch/extension.h: No such file or directory\n"
+        "compilation terminated.\n"
+        "ninja: build stopped: subcommand failed."
+    )
+    assert _reason(RuntimeError(output)) == "RuntimeError: record_hook.cpp:12:10: fatal error: torch/extension.h: No such file or directory"
+    assert _reason(RuntimeError("ninja: build stopped: subcommand failed.")) == "RuntimeError: ninja: build stopped: subcommand failed."
+    assert _reason(OSError("")) == "OSError: "
 
 
 def test_engine_flag_is_checked_before_anything_runs(capsys):
