@@ -51,6 +51,8 @@ namespace py = pybind11;
 namespace {
 
 constexpr int64_t kChunk = 1 << 15;  // elements per kernel block
+constexpr int64_t kMaxPendingBytes = (int64_t)1 << 30;  // queued tensors' memory before a launch is forced
+constexpr int64_t kMaxPendingJobs = 4096;
 constexpr int64_t kNull = -1;
 constexpr int64_t kEvaluating = -2;  // on the node stack: inside the engine's evaluate_function, node not seen yet
 constexpr char kEvaluate[] = "autograd::engine::evaluate_function: ";
@@ -127,6 +129,7 @@ struct Ctx : public at::ObserverContext {
 
 struct DeviceState {
   std::vector<int64_t> pending;               // job indexes not launched yet
+  int64_t pending_bytes = 0;                  // the memory they hold alive
   std::unordered_set<const void*> storages;   // their storages' data pointers
   at::Tensor results;                         // OpscanChunk slots of the step, on the device
   int64_t chunks = 0;                         // used
@@ -443,9 +446,18 @@ void launch(int device) {
   d.chunks = at_chunk;
   for (int64_t j : d.pending) S->jobs[j].keep = c10::Storage();
   d.pending.clear();
+  d.pending_bytes = 0;
   d.storages.clear();
 }
 #endif
+
+void launch_device(int device) {
+#ifndef OPSCAN_NO_CUDA
+  launch(device);
+#else
+  (void)device;  // CPU jobs are reduced when queued
+#endif
+}
 
 void launch_all() {
 #ifndef OPSCAN_NO_CUDA
@@ -471,6 +483,11 @@ int64_t fingerprint(const at::Tensor& t0) {
   if (!t0.defined()) return kNull;
   if (t0.layout() != c10::kStrided || t0.is_meta() || t0.is_quantized() || t0.is_nested()) {
     fail(t0, "not a strided tensor");
+    return kNull;
+  }
+  if (t0.key_set().has(c10::DispatchKey::Python)) {
+    // A tensor subclass (or a functional or fake tensor): reading it would run Python under the lock.
+    fail(t0, "a tensor subclass, read through Python");
     return kNull;
   }
 #ifdef OPSCAN_NO_CUDA
@@ -513,14 +530,19 @@ int64_t fingerprint(const at::Tensor& t0) {
     job.meta.chunk0 = 0;
     job.nchunks = (numel + kChunk - 1) / kChunk;
     job.device = cuda ? t.get_device() : -1;
+    const int job_device = job.device;
     const int64_t index = (int64_t)S->jobs.size();
     if (cuda) {
       job.keep = t.storage();
       if ((int)S->devices.size() <= job.device) S->devices.resize(job.device + 1);
       DeviceState& d = S->devices[job.device];
       d.pending.push_back(index);
+      d.pending_bytes += numel * width;
       if (!copied) d.storages.insert(t.storage().data());
       S->jobs.push_back(std::move(job));
+      // A long run of ops that write nothing in place (inference, a big forward) would otherwise keep
+      // every output alive until the step ends: launch once the queue holds this much.
+      if (d.pending_bytes > kMaxPendingBytes || (int64_t)d.pending.size() >= kMaxPendingJobs) launch_device(job_device);
     } else {
       reduce_on_host(job);
       S->jobs.push_back(std::move(job));
