@@ -73,6 +73,29 @@ def test_the_xor_scheme_is_the_reference_one(ext):
     assert fingerprint_now(ext, [t], scheme="xor64")[0][0] == reference(t, "xor64")
 
 
+class _Wrapped(torch.Tensor):
+    """A wrapper subclass: its values are read through Python (__torch_dispatch__)."""
+
+    @staticmethod
+    def __new__(cls, elem):
+        return torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype)
+
+    def __init__(self, elem):
+        self.elem = elem
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda v: v.elem if isinstance(v, _Wrapped) else v  # noqa: E731
+        return func(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in (kwargs or {}).items()})
+
+
+def test_a_tensor_subclass_is_left_unfingerprinted(ext):
+    from opscan.trace.native import fingerprint_now
+
+    plain = torch.arange(4.0)
+    assert fingerprint_now(ext, [_Wrapped(plain), plain]) == [(None, None), (reference(plain), pytest.approx(plain.norm().item()))]
+
+
 # ---------------------------------------------------------------- records
 
 
