@@ -92,6 +92,13 @@ def compare_records(path_a: str, path_b: str) -> Report:
             f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
             "compared op by op all the same"
         )
+    engines = (ha.env.get("record_engine") or "python", hb.env.get("record_engine") or "python")  # records before the key: python
+    if engines[0] != engines[1]:
+        notices.append(
+            f"warning: the records were made by different engines ({path_a}: {engines[0]}, {path_b}: {engines[1]}); "
+            "their ops differ in granularity (docs/record.md, Engines), so they align only loosely: record both with "
+            "the same --engine"
+        )
     walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS])
     left = _walk(ra, rb, walker, errors)
     comparison = walker.result()

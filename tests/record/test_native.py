@@ -124,6 +124,13 @@ def test_both_engines_see_the_same_parameters_and_loss(ext, tmp_path):
     assert "aten.conv2d.default" in ops and "aten.convolution.default" not in ops
     both = lambda rec, name: [op["out"] for op in rec["ops"] if op["op"] == name]  # noqa: E731
     assert both(py, "aten.convolution_backward.default") == both(nat, "aten.convolution_backward.default")
+    from opscan.compare import compare_records
+
+    report = compare_records(str(tmp_path / "python.jsonl"), str(tmp_path / "native.jsonl"))
+    assert any(n.startswith("warning: the records were made by different engines (") for n in report.notices)
+    assert any("native.jsonl: native); their ops differ in granularity" in n for n in report.notices), report.notices
+    same = compare_records(str(tmp_path / "native.jsonl"), str(tmp_path / "native.jsonl"))
+    assert not any("different engines" in n for n in same.notices)
 
 
 def test_backward_ops_carry_the_forward_line(ext, capsys, tmp_path):
