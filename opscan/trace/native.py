@@ -76,8 +76,7 @@ def load(cuda: bool | None = None, *, announce: bool = False):
     if cuda in _failed:
         return None
     try:
-        from torch.utils import cpp_extension
-
+        cpp_extension = _quiet_import_cpp_extension()
         if cuda and cpp_extension.CUDA_HOME is None:
             raise RuntimeError("no CUDA toolkit (nvcc) was found")
         folder = build_dir(cuda)
@@ -146,6 +145,20 @@ def recorder_for(engine: str, device: str):
         return NativeRecorder(writer, ext=ext, **options)
 
     return make, None
+
+
+def _quiet_import_cpp_extension():
+    """torch.utils.cpp_extension, without the warning its import logs on a machine with no CUDA runtime."""
+    import logging
+
+    log = logging.getLogger("torch.utils.cpp_extension")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        from torch.utils import cpp_extension
+    finally:
+        log.setLevel(level)
+    return cpp_extension
 
 
 def _reason(exc: BaseException) -> str:
