@@ -22,9 +22,9 @@ where a key is in both, `[tool.opscan.lint]` wins. Flags win over both.
 
 from __future__ import annotations
 
-import fnmatch
 import os
-from pathlib import Path, PurePosixPath
+
+from opscan._path import Path
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
@@ -147,7 +147,7 @@ class Config:
         if cached is None or cached[0] != self.root:
             cached = self.__dict__["_resolved_root"] = (self.root, resolve(self.root))
         try:
-            return PurePosixPath(resolve(path).relative_to(cached[1])).as_posix()
+            return resolve(path).relative_to(cached[1]).as_posix()
         except ValueError:
             return path.as_posix()
 
@@ -162,6 +162,7 @@ class Config:
         patterns = tuple(p.rstrip("/") for p in self.exclude + self.extend_exclude)
         cached = self.__dict__.get("_exclude_regexes")
         if cached is None or cached[0] != patterns:
+            import fnmatch
             import re
 
             whole = [fnmatch.translate(p) for p in patterns] + [fnmatch.translate(p + "/*") for p in patterns]
@@ -176,6 +177,8 @@ class Config:
     def ignored_for(self, path: Path) -> list[str]:
         rel = self.relpath(path)
         out: list[str] = []
+        if self.per_file_ignores:
+            import fnmatch  # imports re: only for a config that has per-file-ignores
         for pattern, codes in self.per_file_ignores.items():
             if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
                 out.extend(codes)

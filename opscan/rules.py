@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 import os
 import re
-from pathlib import Path
 
+from opscan._path import Path
 from opscan._plain import Frozen
 
 # An argument whose value cannot be known statically. Lint's call records carry

@@ -436,7 +436,7 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
 
 def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
     """A folder below the root, up to `depth` levels down, that holds `package/` or `package.py`."""
-    from pathlib import Path
+    from opscan._path import Path
 
     pending = [(Path(cfg.root), 0)]
     while pending:

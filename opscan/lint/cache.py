@@ -35,7 +35,7 @@ class FactsCache:
     @classmethod
     def open(cls, root: Path) -> FactsCache:
         override = os.environ.get("OPSCAN_CACHE_DIR")
-        base = Path(override) if override else root / CACHE_DIR
+        base = Path(override) if override else Path(os.fspath(root)) / CACHE_DIR  # root: Config's own path type
         return cls(base / f"facts-{__version__}-{FACTS_VERSION}")
 
     @staticmethod

@@ -12,8 +12,8 @@ import errno
 import os
 import stat
 import sys
-from pathlib import Path
 
+from opscan._path import Path
 from opscan.config import Config
 from opscan.findings import Finding, Report
 from opscan.lint.context import Context

@@ -13,8 +13,8 @@ sites that led to it from the entry.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from opscan._path import Path
 from opscan._plain import Frozen, Plain
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
 from opscan.lint.model import UNKNOWN, Call, Guard, Import, Loader, Loc

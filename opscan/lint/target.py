@@ -35,8 +35,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
 
+from opscan._path import Path
 from opscan.versions import TorchRange, VersionError
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")

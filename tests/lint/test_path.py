@@ -1,0 +1,80 @@
+"""opscan._path.Path spells, splits, orders and tests paths as pathlib.PosixPath does."""
+
+import os
+import pathlib
+
+import pytest
+
+from opscan._path import Path
+
+SAMPLES = [
+    "", ".", "/", "//", "///", "a", "a/", "./a", "a/./b", "a//b", "/a/b/", "//a/b", "///a", "..", "../a", "a/..",
+    ".a", "a.", "a.b.c", ".bashrc", "x/.tar.gz", "a-b", "a/b", "/a-b", "-a", ".foo", "ab.py", "/x/__init__.py",
+    "a/b.", "...", "a/..b", "a b/c d.py",
+]  # fmt: skip
+
+
+def _facts(p):
+    return (str(p), p.as_posix(), os.fspath(p), p.parts, p.name, p.suffix, p.stem, str(p.parent), [str(q) for q in p.parents], p.is_absolute())
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_one_path_reads_as_pathlib_reads_it(text):
+    assert _facts(Path(text)) == _facts(pathlib.PurePosixPath(text))
+    mine = theirs = "ValueError"
+    try:
+        theirs = str(pathlib.PurePosixPath(text).with_suffix(""))
+    except ValueError:
+        pass
+    try:
+        mine = str(Path(text).with_suffix(""))
+    except ValueError:
+        pass
+    assert mine == theirs
+
+
+def test_joining_relating_and_ordering_as_pathlib():
+    for a in SAMPLES:
+        for b in SAMPLES:
+            pa, pb = pathlib.PurePosixPath(a), pathlib.PurePosixPath(b)
+            assert str(Path(a) / b) == str(pa / pb) == str(Path(a, b)) == str(a / Path(b))
+            assert (Path(a) < Path(b), Path(a) <= Path(b), Path(a) == Path(b)) == (pa < pb, pa <= pb, pa == pb)
+            try:
+                theirs = str(pa.relative_to(pb))
+            except ValueError:
+                theirs = "ValueError"
+            try:
+                mine = str(Path(a).relative_to(b))
+            except ValueError:
+                mine = "ValueError"
+            assert mine == theirs, (a, b)
+    assert [str(p) for p in sorted(map(Path, SAMPLES))] == [str(p) for p in sorted(map(pathlib.PurePosixPath, SAMPLES))]
+    assert len({Path("a//b"), Path("a/b"), Path("./a/b/")}) == 1
+
+
+def test_on_the_filesystem_as_pathlib(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("x = 1\r\n", encoding="utf-8")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "link").symlink_to(tmp_path / "pkg")
+    monkeypatch.chdir(tmp_path)
+    for text in [".", "pkg", "pkg/m.py", "nope", "nope/x", "link/m.py", "link", str(tmp_path / "pkg" / ".." / "pkg")]:
+        a, b = pathlib.Path(text), Path(text)
+        assert (a.is_file(), a.is_dir(), a.exists()) == (b.is_file(), b.is_dir(), b.exists())
+        assert str(a.resolve()) == str(b.resolve()) and str(a.absolute()) == str(b.absolute())
+        if a.is_dir():
+            assert sorted(map(str, a.iterdir())) == sorted(map(str, b.iterdir()))
+    assert Path("pkg/m.py").read_text(encoding="utf-8") == pathlib.Path("pkg/m.py").read_text(encoding="utf-8")
+    assert Path("pkg/m.py").read_bytes() == b"x = 1\r\n"
+    assert str(Path.cwd()) == str(pathlib.Path.cwd())
+    try:
+        theirs = str(pathlib.Path("loop").resolve())
+    except RuntimeError:
+        theirs = "RuntimeError"
+    try:
+        mine = str(Path("loop").resolve())
+    except RuntimeError:
+        mine = "RuntimeError"
+    assert mine == theirs
+    with pytest.raises(FileNotFoundError):
+        Path("nope").resolve(strict=True)
