@@ -10,7 +10,7 @@ same `compare`, with three differences a reader can see:
 * An op is the outermost dispatcher call: `aten.conv2d.default` where the
   Python engine sees the `aten.convolution.default` it decomposes into, and in
   backward the calls an autograd node makes. Two records compare op by op only
-  when made by the same engine (the header's `engine` says which).
+  when made by the same engine (the header's `env.record_engine` says which).
 * Norms are accumulated in float64 (the Python engine uses float32 for float32
   and narrower tensors); fingerprints are the same bits.
 * The forward line of a custom autograd.Function's backward is the op after its
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import torch
 
-from opscan.trace.record import _RANDOM_WITHOUT_GENERATOR, Recorder, generator_state
-from opscan.trace.recordwriter import PHASES, PackedOps, Step
+from opscan.trace.record import _RANDOM_WITHOUT_GENERATOR, Recorder, draw_state
+from opscan.trace.recordwriter import PHASES, PackedOps, Resolver, Step
 from opscan.trace.sourcemap import _INTERNAL_CODE, PHASE_BACKWARD, PHASE_FORWARD, PHASE_OPTIMIZER, Site, _get_sequence_nr, _kind
 
 CSRC = Path(__file__).with_name("csrc")
@@ -204,26 +204,19 @@ def _dtype_tables(ext) -> tuple[list[int], list[str]]:
 
 def fingerprint_now(ext, tensors, scheme: str = "xor64+sum") -> list[tuple[str | None, float | None]]:
     """(fingerprint, norm) of each tensor through the engine's own path (the kernel for CUDA tensors): for tests and checks."""
-    import struct
-
     codes, names = _dtype_tables(ext)
     ext.reset()
     ext.start(_kind, _INTERNAL_CODE, lambda gen, device: None, [], [], codes, names, [], scheme == "xor64")
     ext.pause()
     try:
         handles = [ext.ref(t) for t in tensors]
-        first, _count, blob, *_ = ext.end_step([])
+        first, count, blob, *_ = ext.end_step([])
     finally:
         ext.reset()
-    rows = list(struct.iter_unpack("<QdB", blob))
-    out = []
-    for h in handles:
-        if h is None:
-            out.append((None, None))
-            continue
-        fp, norm, known = rows[h - first]
-        out.append((f"{fp:016x}" if known else None, None if norm != norm else norm))
-    return out
+    resolver = Resolver(scheme)  # the writer's reading of the step's "F" entry
+    resolver.base = first
+    resolver.resolve([], [("F", blob, count)])
+    return [(resolver.hex.get(h), resolver.norm.get(h)) if h is not None else (None, None) for h in handles]
 
 
 class NativeRecorder(Recorder):
@@ -268,7 +261,7 @@ class NativeRecorder(Recorder):
             params = [p for _, p in self._params()]
             randoms = sorted({".".join(n.split(".")[:2]) for n in _RANDOM_WITHOUT_GENERATOR} | _RANDOM_COMPOSITES)
             ext.reset()
-            ext.start(_kind, _INTERNAL_CODE, self._rng_state, stack, randoms, codes, names, params, self.fpr.xor_only)
+            ext.start(_kind, _INTERNAL_CODE, draw_state, stack, randoms, codes, names, params, self.fpr.xor_only)
             self._started = True
         else:
             ext.resume()
@@ -285,9 +278,9 @@ class NativeRecorder(Recorder):
 
     def _native_step_pre(self, optimizer, args, kwargs) -> None:
         self.ext.stepping(1)
-        named = self.optimizer is not None
+        first = self.optimizer is None
         self._before_optimizer_step(optimizer, args, kwargs)
-        if not named and self.optimizer is not None and self.model is None:  # a script's parameters, named just now
+        if first and self.model is None:  # a script's parameters, named just now
             self.ext.set_params([p for _, p in self._params()])
 
     def _script_root(self, optimizer):
@@ -300,21 +293,6 @@ class NativeRecorder(Recorder):
             if any(id(p) in wanted for p in root.parameters()):
                 return root
         return None
-
-    @staticmethod
-    def _rng_state(gen, device: str) -> dict | None:
-        if gen is None:
-            dev = torch.device(device) if device else torch.device("cpu")
-            if dev.type == "cuda":
-                gen = torch.cuda.default_generators[dev.index if dev.index is not None else torch.cuda.current_device()]
-            elif dev.type == "cpu":
-                gen = torch.default_generator
-            else:
-                return {"device": str(dev)}
-        try:
-            return generator_state(gen)
-        except (RuntimeError, AttributeError, TypeError):
-            return {"device": str(getattr(gen, "device", "unknown"))}
 
     # ---------------------------------------------------------------- once per step
 
@@ -350,14 +328,13 @@ class NativeRecorder(Recorder):
         rows = PackedOps(*ops)
         param_rows = self._param_rows(params, handles, blocks)
         new_param_handles = {h: params[i][0] for h, i in param_handles if i < len(params)}
-        entries: list = [("F", blob, count)]  # first .. first + count - 1: the step's handles, then the loss's
-        loss_handle = loss  # None: no backward() seen
+        entries: list = [("F", blob, count)]  # first .. first + count - 1: the step's handles, then the loss's (None: no backward())
         seq = _get_sequence_nr()
         self.ext.forget_nodes_before(self._seq_mark)
         self._seq_mark = seq
         self.writer.step(
             Step(
-                step, hosts, entries, block_list, rows, param_rows, loss_handle, keep=list(keep),
+                step, hosts, entries, block_list, rows, param_rows, loss, keep=list(keep),
                 new_ops=new_op_json, new_sites=sites, new_metas=metas, new_param_handles=new_param_handles,
             )
         )  # fmt: skip

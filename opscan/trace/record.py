@@ -596,6 +596,7 @@ class Recorder:
         if info.generator is not None:
             pos, name = info.generator
             gen = kwargs.get(name) if pos >= len(args) else args[pos]
+        device = None
         if gen is None:
             device = kwargs.get("device")
             if device is None:
@@ -603,19 +604,7 @@ class Recorder:
                     if isinstance(value, torch.Tensor):
                         device = value.device
                         break
-            device = torch.device(device) if device is not None else torch.device("cpu")
-            if device.type == "cuda":
-                # torch.cuda.default_generators: one per device once CUDA is initialised (it is: the op runs there).
-                index = device.index if device.index is not None else torch.cuda.current_device()
-                gen = torch.cuda.default_generators[index]
-            elif device.type == "cpu":
-                gen = torch.default_generator
-            else:
-                return {"device": str(device)}
-        try:
-            return generator_state(gen)
-        except (RuntimeError, AttributeError, TypeError):  # a generator of a kind this torch cannot read
-            return {"device": str(getattr(gen, "device", "unknown"))}
+        return draw_state(gen, device)
 
     def maybe_loss(self, args) -> None:
         """`ones_like(loss)` from autograd's `_make_grads`: the value backward() was called on."""
@@ -884,6 +873,24 @@ def _first_tensor(args):
         if isinstance(value, torch.Tensor):
             return value
     return None
+
+
+def draw_state(gen, device=None) -> dict:
+    """The state `gen` draws from, or (gen None) the default generator of `device` (default: the CPU)."""
+    if gen is None:
+        device = torch.device(device) if device else torch.device("cpu")
+        if device.type == "cuda":
+            # torch.cuda.default_generators: one per device once CUDA is initialised (it is: the op runs there).
+            index = device.index if device.index is not None else torch.cuda.current_device()
+            gen = torch.cuda.default_generators[index]
+        elif device.type == "cpu":
+            gen = torch.default_generator
+        else:
+            return {"device": str(device)}
+    try:
+        return generator_state(gen)
+    except (RuntimeError, AttributeError, TypeError):  # a generator of a kind this torch cannot read
+        return {"device": str(getattr(gen, "device", "unknown"))}
 
 
 def generator_state(gen) -> dict:

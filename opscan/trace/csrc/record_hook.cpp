@@ -639,7 +639,7 @@ PyObject* rng_state(const at::RecordFunction& fn) {
   py::object r;
   try {
     r = S->rng_state(gen ? py::reinterpret_steal<py::object>(gen) : py::none(), device);
-  } catch (py::error_already_set& e) {
+  } catch (py::error_already_set&) {  // a generator Python cannot read: no state, the op is still recorded
     return nullptr;
   }
   return r.release().ptr();
@@ -861,7 +861,7 @@ int64_t py_ref(const at::Tensor& t) {
 
 py::object opt_handle(int64_t h) { return h == kNull ? py::object(py::none()) : py::object(py::int_(h)); }
 
-std::string decode_meta_shapes(const std::string& key, py::list& shapes, py::list& dtypes) {
+void decode_meta_shapes(const std::string& key, py::list& shapes, py::list& dtypes) {
   const char* p = key.data();
   const char* end = p + key.size();
   while (p < end) {
@@ -879,7 +879,6 @@ std::string decode_meta_shapes(const std::string& key, py::list& shapes, py::lis
     size_t code = (size_t)head[1];
     dtypes.append(code < S->dtype_names.size() ? S->dtype_names[code] : std::string("unknown"));
   }
-  return "";
 }
 
 // Launch what is queued, copy the step's results to the host once, and hand the step to Python.
