@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from opscan.trace.record import _RANDOM_WITHOUT_GENERATOR, Recorder, draw_state
+from opscan.trace.record import _RANDOM_WITHOUT_GENERATOR, STATS_WRITERS, Recorder, draw_state
 from opscan.trace.recordwriter import PHASES, PackedOps, Resolver, Step
 from opscan.trace.sourcemap import _INTERNAL_CODE, PHASE_BACKWARD, PHASE_FORWARD, PHASE_OPTIMIZER, Site, _get_sequence_nr, _kind
 
@@ -206,7 +206,7 @@ def fingerprint_now(ext, tensors, scheme: str = "xor64+sum") -> list[tuple[str |
     """(fingerprint, norm) of each tensor through the engine's own path (the kernel for CUDA tensors): for tests and checks."""
     codes, names = _dtype_tables(ext)
     ext.reset()
-    ext.start(_kind, _INTERNAL_CODE, lambda gen, device: None, [], [], codes, names, [], scheme == "xor64")
+    ext.start(_kind, _INTERNAL_CODE, lambda gen, device: None, [], [], {}, codes, names, [], scheme == "xor64")
     ext.pause()
     try:
         handles = [ext.ref(t) for t in tensors]
@@ -261,7 +261,8 @@ class NativeRecorder(Recorder):
             params = [p for _, p in self._params()]
             randoms = sorted({".".join(n.split(".")[:2]) for n in _RANDOM_WITHOUT_GENERATOR} | _RANDOM_COMPOSITES)
             ext.reset()
-            ext.start(_kind, _INTERNAL_CODE, draw_state, stack, randoms, codes, names, params, self.fpr.xor_only)
+            stats = {packet: [flag, *positions] for packet, (flag, positions) in STATS_WRITERS.items()}
+            ext.start(_kind, _INTERNAL_CODE, draw_state, stack, randoms, stats, codes, names, params, self.fpr.xor_only)
             self._started = True
         else:
             ext.resume()

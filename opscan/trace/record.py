@@ -24,7 +24,8 @@ The per-op path, in order (`RecordMode.__torch_dispatch__`):
    outside any op) is fingerprinted.
 3. The op runs.
 4. Outputs: each returned tensor, then each argument written in place and not
-   returned, is fingerprinted, on its device, without reading anything back.
+   returned (by its schema, or batch norm's running statistics: STATS_WRITERS),
+   is fingerprinted, on its device, without reading anything back.
    A view op's outputs are not (they alias a tensor already fingerprinted),
    nor are the uninitialised outputs of `empty` and friends.
 5. One tuple is appended to the step's list. At the end of the step, after
@@ -91,12 +92,26 @@ _RANDOM_WITHOUT_GENERATOR = frozenset(
 )  # fmt: skip
 
 
+# Ops that update batch norm's running statistics in place without saying so: their schemas read
+# `Tensor? running_mean, Tensor? running_var` with no `(a!)` (native_functions.yaml, torch 2.11 and
+# 2.14), and the kernels bump no version counter, so an unchanged `_version` would hand the next
+# step the statistics' step-0 fingerprint. Packet -> (the flag's position: `training`, or
+# `use_input_stats` for instance_norm; the positions of the statistics it then writes).
+STATS_WRITERS: dict[str, tuple[int, tuple[int, ...]]] = {
+    packet: (5, (3, 4))
+    for packet in (
+        "aten.batch_norm", "aten._batch_norm_impl_index", "aten.native_batch_norm", "aten.cudnn_batch_norm",
+        "aten.miopen_batch_norm", "aten.instance_norm",
+    )
+}  # fmt: skip
+
+
 class OpInfo:
     """What the schema says about one OpOverload, worked out once per run."""
 
     __slots__ = (
         "func", "oid", "name", "jname", "skip", "view", "uninitialised", "random", "tensor_pos", "tensor_kw", "mutable",
-        "generator", "loss_seed", "collective",
+        "generator", "loss_seed", "collective", "stats_flag",
     )  # fmt: skip
 
     def __init__(self, func, oid: int = 0):
@@ -125,6 +140,13 @@ class OpInfo:
                     self.tensor_pos.append(i)
             if "Generator" in kind:
                 self.generator = (i, arg.name)
+        # Batch norm's running statistics, written only when its flag is set (see _written_tensors).
+        self.stats_flag: tuple[int, str] | None = None
+        stats = STATS_WRITERS.get(packet)
+        if stats is not None and not self.mutable:
+            flag, positions = stats
+            self.stats_flag = (flag, schema.arguments[flag].name)
+            self.mutable = [(i, schema.arguments[i].name, False) for i in positions]
         # A collective's outputs are written when its work ends: wait for it first (opscan/trace/collectives.py).
         self.collective = collectives.settler(name)
         if self.collective is not None and not self.mutable:
@@ -861,6 +883,10 @@ def _norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
 
 def _written_tensors(info: OpInfo, args, kwargs):
     """The tensors an op writes in place, by its schema (`info.mutable`): each one, lists flattened."""
+    if info.stats_flag is not None:  # batch norm in eval mode writes nothing
+        pos, name = info.stats_flag
+        if not (kwargs.get(name) if pos >= len(args) else args[pos]):
+            return
     for pos, name, kw_only in info.mutable:
         value = kwargs.get(name) if kw_only or pos >= len(args) else args[pos]
         for t in value if isinstance(value, (list, tuple)) else (value,):

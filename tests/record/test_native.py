@@ -200,6 +200,33 @@ def test_ops_after_the_last_step_are_counted_and_said(request, capsys, tmp_path,
     assert len(read(path)["steps"]) == 1
 
 
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_batch_norm_running_stats_are_fingerprinted_where_written(request, capsys, tmp_path, engine):
+    # native_batch_norm updates running_mean/var in place with no `(a!)` in its schema and no version
+    # bump: without record.STATS_WRITERS each step read the statistics' step-0 fingerprint again.
+    if engine == "native":
+        request.getfixturevalue("ext")
+    path = tmp_path / "bn.jsonl"
+    rc, _, err = record(capsys, "models.py:build_conv", "--steps", "3", *CPU, "--engine", engine, "-o", str(path))
+    assert rc == 0, err
+    bn = [op for op in read(path)["ops"] if "batch_norm" in op["op"] and op["phase"] == "forward"]
+    assert [op["step"] for op in bn] == [0, 1, 2]
+    stats_in = [op["in"][3:5] for op in bn]
+    stats_out = [op["out"][-2:] for op in bn]
+    assert stats_in[1] == stats_out[0] and stats_in[2] == stats_out[1]  # what a step reads is what the last one wrote
+    assert len({tuple(s) for s in stats_in}) == 3 and stats_in[0][0] == "0" * 16  # running_mean starts at zeros
+
+
+def test_batch_norm_in_eval_mode_writes_no_statistics():
+    from opscan.trace.record import OpInfo, _written_tensors
+
+    info = OpInfo(torch.ops.aten.native_batch_norm.default)
+    x, mean, var = torch.randn(2, 3), torch.zeros(3), torch.ones(3)
+    assert [t is mean or t is var for t in _written_tensors(info, (x, None, None, mean, var, True, 0.1, 1e-5), {})] == [True, True]
+    assert list(_written_tensors(info, (x, None, None, mean, var, False, 0.1, 1e-5), {})) == []
+    assert OpInfo(torch.ops.aten._native_batch_norm_legit.default).stats_flag is None  # its schema marks them (a!)
+
+
 def test_torch_state_is_as_before(ext, capsys, tmp_path):
     from torch.nn.modules import module as module_module
     from torch.optim import optimizer as optim_module

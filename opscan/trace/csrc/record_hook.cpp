@@ -76,6 +76,8 @@ struct OpMeta {
   std::string jname;           // "aten.add.Tensor"
   std::vector<uint8_t> roles;  // per schema argument: READ and/or WRITTEN
   bool writes = false, view = false, uninit = false, random = false, loss_seed = false, known = false;
+  int stats_flag = -1;                // batch norm's `training` (record.STATS_WRITERS): set, it writes
+  std::vector<int64_t> stats_writes;  // the running statistics, which its schema does not mark
 };
 
 struct Handle {
@@ -155,6 +157,7 @@ struct State {
   int internal_mask = 1;
   py::object classify, rng_state, module_stack;
   std::unordered_set<std::string> random_packets;
+  std::unordered_map<std::string, std::vector<int64_t>> stats_writers;  // packet -> [flag, positions...]
   std::vector<uint64_t> dtype_codes;  // by ScalarType
   std::vector<std::string> dtype_names;
   std::unordered_map<const c10::TensorImpl*, int> params;  // parameter -> its index
@@ -249,6 +252,12 @@ OpMeta* meta_for(const at::RecordFunction& fn) {
     m->roles[i] = role;
     if (written) m->writes = true;
     if (a.type()->str().find("Generator") != std::string::npos) m->random = true;
+  }
+  auto stats = S->stats_writers.find(packet);
+  if (stats != S->stats_writers.end() && !m->writes && !stats->second.empty()) {
+    m->stats_flag = (int)stats->second[0];
+    m->stats_writes.assign(stats->second.begin() + 1, stats->second.end());
+    m->writes = true;
   }
   const auto& rets = schema.returns();
   bool all_alias = !rets.empty();
@@ -711,6 +720,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         });
       if (role & WRITTEN) each_tensor(inputs[i], [&](const at::Tensor& t) { ctx->written.push_back(t); });
     }
+    if (m->stats_flag >= 0 && (size_t)m->stats_flag < inputs.size() && inputs[m->stats_flag].isBool() &&
+        inputs[m->stats_flag].toBool())
+      for (int64_t p : m->stats_writes)
+        if ((size_t)p < inputs.size()) each_tensor(inputs[p], [&](const at::Tensor& t) { ctx->written.push_back(t); });
     ctx->mid = meta_id(ctx->metakey);
     if (from_make_grads && !ctx->ins.empty()) ctx->loss = true;
 #ifndef OPSCAN_NO_CUDA
@@ -815,7 +828,8 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* raw) {
 void resume();
 
 void start(py::object classify, int internal_mask, py::object rng_state, py::list module_stack,
-           std::vector<std::string> random_packets, std::vector<uint64_t> dtype_codes,
+           std::vector<std::string> random_packets, std::unordered_map<std::string, std::vector<int64_t>> stats_writers,
+           std::vector<uint64_t> dtype_codes,
            std::vector<std::string> dtype_names, std::vector<at::Tensor> params, bool xor_only) {
   if (!S) S = new State();
   std::lock_guard<std::recursive_mutex> lock(S->mu);
@@ -825,6 +839,7 @@ void start(py::object classify, int internal_mask, py::object rng_state, py::lis
   S->rng_state = rng_state;
   S->module_stack = module_stack;
   S->random_packets = std::unordered_set<std::string>(random_packets.begin(), random_packets.end());
+  S->stats_writers = std::move(stats_writers);
   S->dtype_codes = dtype_codes;
   S->dtype_names = dtype_names;
   S->xor_only = xor_only;
