@@ -335,10 +335,14 @@ def _columns(report: Report | None, name: str) -> tuple:
 
 
 def check_workload(model, inputs, loss_fn=None, *, steps: int = 2, device: str | None = None, seed: int = 0,
-                   keep: str | None = None) -> Report:  # fmt: skip
-    """Train copies of `model` twice in this process from the same state and seed, record both, compare."""
+                   keep: str | None = None, engine: str = "auto") -> Report:  # fmt: skip
+    """Train copies of `model` twice in this process from the same state and seed, record both, compare.
+
+    `engine` is record's (opscan.trace.native.recorder_for): "auto" records with the native engine on CUDA.
+    """
     import copy
 
+    from opscan.trace.native import recorder_for
     from opscan.trace.record import record
     from opscan.trace.spec import Target
     from opscan.trace.targets import Workload
@@ -346,20 +350,29 @@ def check_workload(model, inputs, loss_fn=None, *, steps: int = 2, device: str |
     if device is None:
         first = next(iter(model.parameters()), None)
         device = str(first.device) if first is not None else "cpu"
+    try:
+        make_recorder, notice = recorder_for(engine, device)
+    except ValueError as exc:
+        return Report("diff", errors=[Problem(str(exc))])
+    if keep is not None:
+        try:
+            os.makedirs(keep, exist_ok=True)
+        except OSError as exc:
+            return Report("diff", errors=[Problem(f"cannot keep the records in {keep}: {exc.strerror or exc}")])
     folder = keep or tempfile.mkdtemp(prefix="opscan-reproducible-")
     paths = [os.path.join(folder, name) for name in RECORDS]
     target = Target("<model>", "callable")
     try:
         for path, label in zip(paths, "ab"):
             workload = Workload(None, copy.deepcopy(model), inputs, loss_fn)
-            result = record(target, path, device=device, steps=steps, seed=seed, workload=workload)
+            result = record(target, path, device=device, steps=steps, seed=seed, workload=workload, make_recorder=make_recorder)
             if result.problem is not None:
                 return Report("diff", errors=[Problem(f"recording run {label} failed: {result.problem.message}", detail=result.problem.detail)])
         report = _compare(paths)
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
-    return _as_diff(report, [], {"processes": "one", "steps": steps})
+    return _as_diff(report, [notice] if notice else [], {"processes": "one", "steps": steps})
 
 
 def first_divergence(report: Report) -> dict | None:

@@ -69,19 +69,21 @@ def _assert_deterministic_ready_fixture():
     return assert_deterministic_ready
 
 
-def assert_reproducible(model, inputs, steps=2, loss_fn=None, device=None, *, seed=0):
+def assert_reproducible(model, inputs, steps=2, loss_fn=None, device=None, *, seed=0, engine="auto"):
     """Fail the current test if two seeded training runs of `model` on `inputs` part.
 
     Each run trains a deep copy of `model` (so `model` itself is left as it
     is) for `steps` SGD steps from the same seed, recorded op by op; the
     test fails with the first op whose output differs, its module, line, step
     and cause. `device` moves the copies and inputs there (default: where the
-    model's parameters are). Returns the comparison (an opscan Report).
+    model's parameters are). `engine` is `opscan record --engine`'s: "auto"
+    records with the native engine on CUDA, built on first use. Returns the
+    comparison (an opscan Report).
     """
     _skip_unless_available(device, "assert_reproducible")
     from opscan.diff import check_workload, describe, first_divergence
 
-    report = check_workload(model, inputs, loss_fn, steps=steps, device=None if device is None else str(device), seed=seed)
+    report = check_workload(model, inputs, loss_fn, steps=steps, device=None if device is None else str(device), seed=seed, engine=engine)
     if report.errors:
         pytest.fail("assert_reproducible could not compare the runs: " + "; ".join(p.message for p in report.errors), pytrace=False)
     divergence = first_divergence(report)

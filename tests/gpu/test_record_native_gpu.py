@@ -121,3 +121,36 @@ def test_native_random_stream_shift_is_classified(ext, tmp_path):
     proc = _opscan("compare", str(a), str(b), "--output-format", "json", timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert '"random stream"' in proc.stdout
+
+
+def test_assert_reproducible_on_cuda_records_with_the_native_engine(ext, tmp_path):
+    """check_workload (assert_reproducible's engine) picks the native engine on CUDA: it passes a deterministic
+    model and fails one whose index_add_ sums duplicate indices with atomics, at that op."""
+    from opscan.diff import check_workload, first_divergence
+
+    class Scatter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(64, 64)
+
+        def forward(self, x):
+            h = self.fc(x)
+            index = torch.zeros(h.shape[0], dtype=torch.long, device=h.device)  # every row into row 0: atomics
+            return torch.zeros(4, 64, device=h.device).index_add_(0, index, h * 1e-3 + 1.0)  # INDEX_ADD_LINE
+
+    torch.manual_seed(0)
+    clean = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).to(DEV)
+    report = check_workload(clean, torch.randn(16, 32, device=DEV), steps=3, keep=str(tmp_path / "clean"))
+    assert not report.errors and first_divergence(report) is None, report.errors
+    header = read(tmp_path / "clean" / "a.jsonl")["header"]
+    assert header["env"]["record_engine"] == "native", header["env"]
+    bn = [op for op in read(tmp_path / "clean" / "a.jsonl")["ops"] if op["op"] == "aten.batch_norm.default"]
+    assert [op["step"] for op in bn] == [0, 1, 2] and bn[1]["in"][3:5] == bn[0]["out"][-2:]  # running stats, step to step
+
+    parted = None
+    for attempt in range(5):  # atomics order differs between runs nearly always; a few tries make it certain enough
+        report = check_workload(Scatter().to(DEV), torch.randn(20000, 64, device=DEV), steps=1)
+        parted = first_divergence(report)
+        if parted is not None:
+            break
+    assert parted is not None and parted["op"].startswith("aten.index_add"), parted

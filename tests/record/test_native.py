@@ -355,3 +355,17 @@ def test_the_resolver_reads_native_entries_between_others():
     assert resolver.hex == {0: "00000000000000ff", 1: "0000000000000abc", 2: None, 3: "0000000000000007", 4: "0000000000000001"}
     assert resolver.norm == {1: 2.5, 4: 1.0}
     assert resolver.base == 5
+
+
+def test_check_workload_takes_the_engine(ext, tmp_path):
+    from opscan.diff import check_workload, first_divergence
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 2))
+    for engine in ("auto", "native"):
+        report = check_workload(model, torch.randn(5, 6), steps=2, engine=engine, keep=str(tmp_path / engine))
+        assert not report.errors and first_divergence(report) is None
+        expected = "native" if engine == "native" else "python"  # auto: the Python engine on the CPU
+        assert read(tmp_path / engine / "a.jsonl")["header"]["env"]["record_engine"] == expected
+    bad = check_workload(model, torch.randn(5, 6), engine="fast")
+    assert [p.message for p in bad.errors] == ["unknown record engine 'fast'; choose from auto, native, python"]
