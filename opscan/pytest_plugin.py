@@ -25,7 +25,12 @@ import pytest
 
 
 def _describe(findings) -> str:
-    lines = [f"{len(findings)} op(s) have no deterministic implementation:"]
+    silent = sum(1 for f in findings if f.kind == "silent")
+    head = f"{len(findings) - silent} op(s) have no deterministic implementation" if silent < len(findings) else ""
+    if silent:
+        unalerted = f"{silent} op(s) are nondeterministic here with no alert (strict mode does not catch them)"
+        head = f"{head}; {unalerted}" if head else unalerted
+    lines = [f"{head}:"]
     for f in findings:
         lines.append(f"  {f.op} ({f.caller}), {f.phase}, module {f.module or '-'}, at {f.where}")
         if f.remedy.text:

@@ -307,14 +307,88 @@ class EnvCheck(Frozen):
         return version_in_range(torch_version, self.torch)
 
 
-class RuleDB(Frozen):
-    _fields = ("ops", "releases", "environment")
+def _input_3d_not_multiple_of_output(shapes) -> bool | None:
+    """A 3-D adaptive pool's backward (grad_output, input, ...), each (C, T, H, W) or (N, C, T, H, W): some
+    pooled size of the input is not a multiple of the output's, so windows overlap and the CUDA kernel adds
+    gradients with atomics (AdaptiveMaxPooling3d.cu's `atomic` test)."""
+    if len(shapes) < 2 or len(shapes[0]) != len(shapes[1]) or len(shapes[0]) not in (4, 5):
+        return None
+    out, inp = shapes[0][-3:], shapes[1][-3:]
+    if any(o <= 0 for o in out):
+        return None
+    return any(i % o != 0 for i, o in zip(inp, out))
+
+
+# Named conditions a silent op's entry can take (`when` in [[silent]]): shapes -> True, False, or None (cannot tell).
+SILENT_WHEN = {"input-3d-not-multiple-of-output": _input_3d_not_multiple_of_output}
+
+
+class SilentOp(Frozen):
+    """A kernel that is nondeterministic where `when` holds and that torch does not alert for (rules [[silent]]).
+
+    Strict mode does not catch it: the op runs its atomic kernel with
+    use_deterministic_algorithms(True) as without it.
+    """
+
+    _fields = ("id", "title", "aten", "phase", "devices", "torch", "when", "remedy", "remedy_code", "reproducer", "provenance", "source", "verified")
     __slots__ = _fields
 
-    def __init__(self, ops: tuple[OpRule, ...], releases: tuple[str, ...] = (), environment: tuple[EnvCheck, ...] = ()):
+    def __init__(
+        self,
+        id: str,
+        title: str,
+        aten: tuple[str, ...],
+        phase: str,
+        devices: tuple[str, ...],
+        torch: str,
+        when: str,
+        remedy: str,
+        remedy_code: str = "",
+        reproducer: str = "",
+        provenance: str = "",
+        source: str = "",
+        verified: str = "",
+    ):
+        self.id = id
+        self.title = title
+        self.aten = aten
+        self.phase = phase
+        self.devices = devices
+        self.torch = torch  # the releases whose kernel is nondeterministic without an alert
+        self.when = when  # a key of SILENT_WHEN
+        self.remedy = remedy
+        self.remedy_code = remedy_code
+        self.reproducer = reproducer  # for the GPU tests: nondeterministic in strict mode, and no alert
+        self.provenance = provenance
+        self.source = source
+        self.verified = verified
+
+    def applies(self, torch_version: str, device: str, shapes) -> bool:
+        """Whether this call (on `device`, with these input shapes) takes the nondeterministic kernel."""
+        return device in self.devices and version_in_range(torch_version, self.torch) and SILENT_WHEN[self.when](shapes) is True
+
+    def remedy_for(self) -> Remedy:
+        return Remedy(self.remedy.strip(), (self.remedy_code or "").strip(), f"rule:{self.id}")
+
+
+class RuleDB(Frozen):
+    _fields = ("ops", "releases", "environment", "silent")
+    __slots__ = _fields
+
+    def __init__(
+        self, ops: tuple[OpRule, ...], releases: tuple[str, ...] = (), environment: tuple[EnvCheck, ...] = (), silent: tuple[SilentOp, ...] = ()
+    ):
         self.ops = ops
         self.releases = releases  # every minor release the rules know, oldest first ("1.8", ..., NEWEST_TORCH)
         self.environment = environment
+        self.silent = silent  # kernels that are nondeterministic without an alert: strict mode lets them through
+
+    def silent_for(self, op: str) -> SilentOp | None:
+        """The [[silent]] entry that lists this aten overload ('aten.adaptive_max_pool3d_backward.default')."""
+        for entry in self.silent:
+            if op in entry.aten:
+                return entry
+        return None
 
     def env_check(self, var: str) -> EnvCheck | None:
         """The check torch makes of environment variable `var`, if the rules record one."""
@@ -512,6 +586,39 @@ def _releases_from(path: Path, data: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(known)
 
 
+def _silent_from(path: Path, data: dict[str, Any]) -> list[SilentOp]:
+    found = []
+    for i, raw in enumerate(data.get("silent", [])):
+        where = f"{path.name}: silent #{i + 1} ({raw.get('id', '?')})"
+        try:
+            entry = SilentOp(
+                id=raw["id"],
+                title=raw.get("title", raw["id"]),
+                aten=_as_tuple(raw["aten"]),
+                phase=raw["phase"],
+                devices=_as_tuple(raw.get("devices", ["cuda"])),
+                torch=raw["torch"],
+                when=raw["when"],
+                remedy=raw["remedy"],
+                remedy_code=raw.get("remedy_code", ""),
+                reproducer=raw.get("reproducer", ""),
+                provenance=raw.get("provenance", ""),
+                source=path.name,
+                verified=raw.get("verified", ""),
+            )
+        except KeyError as exc:
+            raise RulesError(f"{where}: missing key {exc}") from exc
+        if entry.when not in SILENT_WHEN:
+            raise RulesError(f"{where}: unknown when {entry.when!r}; known: {', '.join(sorted(SILENT_WHEN))}")
+        if entry.phase not in ("forward", "backward"):
+            raise RulesError(f"{where}: phase must be 'forward' or 'backward', not {entry.phase!r}")
+        if not entry.aten or not all(isinstance(a, str) and a.startswith("aten.") for a in entry.aten):
+            raise RulesError(f"{where}: aten must list overloads such as 'aten.adaptive_max_pool3d_backward.default'")
+        _check_range(entry.torch, where)
+        found.append(entry)
+    return found
+
+
 def _environment_from(path: Path, data: dict[str, Any]) -> list[EnvCheck]:
     checks = []
     for i, raw in enumerate(data.get("environment", [])):
@@ -638,6 +745,7 @@ def load(directory: str | None = None) -> RuleDB:
     seen: set[str] = set()
     releases: tuple[str, ...] | None = None
     environment: list[EnvCheck] = []
+    silent: list[SilentOp] = []
     for name, data in sources:
         path = base / name
         raw = parsed.get(name) if parsed is not None else None
@@ -657,6 +765,11 @@ def load(directory: str | None = None) -> RuleDB:
                 raise RulesError(f"{path.name}: duplicate environment check {check.id!r}")
             seen.add(check.id)
             environment.append(check)
+        for entry in _silent_from(path, table):
+            if entry.id in seen:
+                raise RulesError(f"{path.name}: duplicate id {entry.id!r}")
+            seen.add(entry.id)
+            silent.append(entry)
     if ops and releases is None and directory is None:
         raise RulesError(f"{base}: no file defines [releases] known")
-    return RuleDB(tuple(ops), releases or (), tuple(environment))
+    return RuleDB(tuple(ops), releases or (), tuple(environment), tuple(silent))

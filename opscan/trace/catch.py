@@ -64,12 +64,18 @@ class CatchMode(TorchDispatchMode):
     the thread that ran the op (an autograd thread for backward ops); `frame`
     is the Python frame that called the op. If `sourcemap` is given, new
     autograd nodes are attributed to the current forward site; with
-    `every_site`, also the nodes of ops whose backward never alerts.
+    `every_site`, also the nodes of ops whose backward never alerts. `silent`
+    and `on_silent` report the ops the rules know to be nondeterministic
+    without an alert.
     """
 
-    def __init__(self, on_alert: Callable, sourcemap=None, *, every_site: bool = False):
+    def __init__(self, on_alert: Callable, sourcemap=None, *, every_site: bool = False, silent=None, on_silent: Callable | None = None):
         super().__init__()
         self.on_alert = on_alert
+        # id(OpOverload) -> rules entry of an op that is nondeterministic without an alert (opscan.rules.SilentOp):
+        # `on_silent(func, args, kwargs, entry, frame)` after it ran. By id: an OpOverload hashes in Python.
+        self._silent = silent or {}
+        self.on_silent = on_silent
         self.sourcemap = sourcemap if sourcemap is not None and sourcemap.record_nodes_enabled else None
         skip = self.sourcemap is not None and not every_site
         self._skip_sites = never_alerting_backward_ops() if skip else frozenset()
@@ -88,11 +94,17 @@ class CatchMode(TorchDispatchMode):
         if kwargs is None:
             kwargs = {}
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         except RuntimeError as exc:
             alert = parse_alert(exc)
             if alert is None:
                 raise
+        else:
+            if self._silent:
+                entry = self._silent.get(id(func))
+                if entry is not None:
+                    self.on_silent(func, args, kwargs, entry, dispatch_caller())
+            return out
         self.on_alert(func, args, kwargs, alert, dispatch_caller())
         return rerun_nondeterministic(func, args, kwargs)
 

@@ -137,6 +137,42 @@ opscan does not rewrite code for this rule.
     command="scan",
 )
 
+UNALERTED_RULE = parse_doc(
+    """DET103 unalerted-nondeterministic-op: An op ran whose kernel is nondeterministic for these shapes and that torch does not alert for.
+
+## What it does
+Reported by `opscan scan`. The rules data lists kernels that add with atomics
+under some shapes and never call PyTorch's determinism alert (`[[silent]]` in
+`rules/*.toml`, each from the kernel's source and checked on a GPU). When one of
+them runs on a device, torch release and shapes for which the entry holds, the
+scan reports it with its phase, `nn.Module` and line (for a backward op, the
+forward line that created its autograd node). The op runs as usual: strict
+mode has nothing to refuse. `--probe --strict` shows such ops by rerunning
+them (DET101); this code needs no probe, and names the shapes that do it.
+
+## Why is this bad?
+`torch.use_deterministic_algorithms(True)` does not make this op
+deterministic and does not say so: two runs with the same seed drift apart
+from it on, with strict mode on.
+
+## Example
+```python
+pool = nn.AdaptiveMaxPool3d(8)  # on a 17x17x17 input: windows overlap, the CUDA backward uses atomics
+```
+
+## Use instead
+```python
+pool = nn.AdaptiveMaxPool3d(8)  # on a 16x16x16 input (resized or cropped first): no overlap, no atomics
+```
+
+## Fix
+Follow the finding's remedy from the rules data (usually shapes the kernel
+handles without atomics), or keep the op on purpose. opscan does not rewrite
+code for this rule.
+""",
+    command="scan",
+)
+
 BENCHMARK_RULE = parse_doc(
     """DET105 cudnn-benchmark-at-runtime: cudnn.benchmark was True while the training script ran.
 
@@ -173,5 +209,6 @@ OP_CODE = OP_RULE.code
 CUBLAS_CODE = CUBLAS_RULE.code
 BENCHMARK_CODE = BENCHMARK_RULE.code
 PROBE_CODE = PROBE_RULE.code
-RULES = (OP_RULE, PROBE_RULE, CUBLAS_RULE, BENCHMARK_RULE)
+UNALERTED_CODE = UNALERTED_RULE.code
+RULES = (OP_RULE, PROBE_RULE, CUBLAS_RULE, UNALERTED_RULE, BENCHMARK_RULE)
 

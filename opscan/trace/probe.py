@@ -521,6 +521,9 @@ class Probe:
         if rule is not None:
             remedy = rule.remedy_for(o.shapes, op=o.op, module_label=module.label if module else "")
             text, code = f"{text} The rules for {rule.id} suggest: {remedy.text}", remedy.code
+        elif rules is not None and (known := rules.silent_for(o.op)) is not None:  # one torch does not alert for
+            rule, remedy = known, known.remedy_for()
+            text, code = f"{text} The rules know it ({known.id}, no alert in any mode): {remedy.text}", remedy.code
         return SilentOp(
             op=o.op,
             mode="strict" if self.strict else "default",

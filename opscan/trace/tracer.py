@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import torch
 
 from opscan.findings import Finding
-from opscan.rules import Remedy
+from opscan.rules import Remedy, version_in_range
 from opscan.trace.catch import CatchMode, parse_alert
-from opscan.trace.codes import CUBLAS_CODE, OP_CODE
+from opscan.trace.codes import CUBLAS_CODE, OP_CODE, UNALERTED_CODE
 from opscan.trace.remedy import ALLOW_HELPER, generic_remedy, load_rules
 from opscan.trace.sourcemap import (
     NOWHERE,
@@ -32,6 +32,14 @@ from opscan.trace.sourcemap import (
     user_frame,
 )
 from opscan.trace.state import StrictMode, TorchFlags
+
+
+@dataclass(frozen=True)
+class _Unalerted:
+    """What `_add` records for an op the rules know to be nondeterministic without an alert."""
+
+    caller: str  # the entry's title
+    kind: str = "silent"
 
 
 @dataclass
@@ -84,7 +92,7 @@ class OpFinding:
     remedy: Remedy
     rule: str | None = None
     target: str | None = None
-    kind: str = "op"  # "op", or "cublas" for the cuBLAS workspace alert
+    kind: str = "op"  # "op"; "cublas" for the cuBLAS workspace alert; "silent" for a rules [[silent]] op (caller: its title)
     autograd_node: str | None = None
     mapped: bool = True  # False: a backward op whose forward the scan did not see
 
@@ -94,13 +102,20 @@ class OpFinding:
 
     @property
     def message(self) -> str:
+        module = f" in {self.module} ({self.module_class})" if self.module else f" in {self.module_class}" if self.module_class else ""
+        runs = f", {self.count} calls" if self.count > 1 else ""
+        if self.kind == "silent":
+            origin = f"the forward op at {self.where}" if self.mapped else "a forward op the scan did not see"
+            where = f"; it runs in backward of {origin}" if self.phase == "backward" else f" ({self.phase})"
+            return (
+                f"{self.op} is nondeterministic here and torch raises no alert for it, so strict mode does not "
+                f"catch it: {self.caller}{where}{module}{runs}"
+            )
         if self.kind == "cublas":
             return (
                 f"{self.op} uses cuBLAS, and CUBLAS_WORKSPACE_CONFIG is not :4096:8 or :16:8, "
                 "so this torch refuses it in deterministic mode"
             )
-        module = f" in {self.module} ({self.module_class})" if self.module else f" in {self.module_class}" if self.module_class else ""
-        runs = f", {self.count} calls" if self.count > 1 else ""
         if self.phase == "backward":
             origin = f"the forward op at {self.where}" if self.mapped else "a forward op the scan did not see"
             return f"{self.op} ({self.caller}) has no deterministic implementation; it runs in backward of {origin}{module}{runs}"
@@ -126,7 +141,7 @@ class OpFinding:
         if self.autograd_node:
             properties["autograd_node"] = self.autograd_node
         return Finding(
-            code=CUBLAS_CODE if self.kind == "cublas" else OP_CODE,
+            code=CUBLAS_CODE if self.kind == "cublas" else UNALERTED_CODE if self.kind == "silent" else OP_CODE,
             message=self.message,
             path=self.file,
             line=self.line or 1,
@@ -193,6 +208,7 @@ class Trace:
         self._record_all_sites = record_all_sites
         self._lock = threading.Lock()
         self._stack: contextlib.ExitStack | None = None
+        self._silent_funcs: list = []
 
     # ---- context manager
 
@@ -202,7 +218,9 @@ class Trace:
             stack.enter_context(StrictMode(pin=self._pin, on_override=self._notice))
             self._sourcemap.install()
             stack.callback(self._sourcemap.remove)
-            stack.enter_context(CatchMode(self._on_alert, self._sourcemap, every_site=self._record_all_sites))
+            stack.enter_context(
+                CatchMode(self._on_alert, self._sourcemap, every_site=self._record_all_sites, silent=self._silent_ops(), on_silent=self._on_silent)
+            )
         except BaseException:
             stack.close()
             raise
@@ -240,6 +258,29 @@ class Trace:
             self.cublas_alerted = True
         shapes, dtypes = _tensor_summary(args, kwargs)
         self._add(str(func), alert, phase, site, shapes, dtypes, node_name, mapped)
+
+    def _silent_ops(self) -> dict:
+        """id(OpOverload) -> the rules' entry, for this torch's ops that are nondeterministic without an alert."""
+        rules = self.rules
+        found: dict = {}
+        for entry in rules.silent if rules is not None else ():
+            if not version_in_range(torch.__version__, entry.torch):
+                continue
+            for name in entry.aten:
+                _, packet, overload = name.split(".", 2)
+                func = getattr(getattr(torch.ops.aten, packet, None), overload, None)
+                if func is not None:
+                    found[id(func)] = entry
+                    self._silent_funcs.append(func)  # held: the table is keyed by id
+        return found
+
+    def _on_silent(self, func, args, kwargs, entry, frame) -> None:
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        shapes, dtypes = _tensor_summary(args, kwargs)
+        if first is None or not entry.applies(torch.__version__, first.device.type, shapes):
+            return
+        phase, site, node_name, mapped = self._sourcemap.where(frame)
+        self._add(str(func), _Unalerted(entry.title), phase, site, shapes, dtypes, node_name, mapped)
 
     def _add(self, op, alert, phase, site, shapes, dtypes, node_name=None, mapped=True) -> None:
         module = self._sourcemap.name(site.module)
@@ -295,8 +336,11 @@ class Trace:
         import torch
 
         rules = self.rules
-        rule = rules.for_alert(o.caller, o.op, torch_version=torch.__version__) if rules is not None else None
-        if rule is not None:
+        silent = next((e for e in rules.silent if e.title == o.caller), None) if rules is not None and o.kind == "silent" else None
+        rule = rules.for_alert(o.caller, o.op, torch_version=torch.__version__) if rules is not None and silent is None else None
+        if silent is not None:
+            remedy, rule = silent.remedy_for(), silent
+        elif rule is not None:
             remedy = rule.remedy_for(o.shapes, op=o.op, module_label=o.module)
             if not remedy.code:  # a remedy in prose only: still give the code that keeps the op on purpose
                 remedy = Remedy(remedy.text, f"{ALLOW_HELPER}\n\nwith nondeterministic_allowed():\n    {o.line_text or '...'}\n", remedy.source)
