@@ -39,7 +39,7 @@ def _grads(reproducer: str) -> list[torch.Tensor]:
     with strict_determinism():
         exec(compile(reproducer, "<reproducer>", "exec"), namespace)  # noqa: S102 - our own rules data
     torch.cuda.synchronize()
-    return [v.grad.clone() for v in namespace.values() if isinstance(v, torch.Tensor) and v.grad is not None]
+    return [v.grad.clone() for v in namespace.values() if isinstance(v, torch.Tensor) and v.is_leaf and v.grad is not None]
 
 
 def _parts(reproducer: str) -> int:
