@@ -45,13 +45,14 @@ def run(args: argparse.Namespace) -> int:
     if args.nproc_per_node is not None and args.same_process:
         return error("--nproc-per-node records each run with torchrun, in processes of its own: it cannot go with --same-process")
     device = args.device or settings.device
-    if args.same_process:
-        from opscan.trace.runner import TargetError, resolve_device
+    from opscan.trace.runner import TargetError, resolve_device
 
-        try:
-            device = resolve_device(device or "auto")
-        except TargetError as exc:
-            return error(device_problem(exc, args.device, settings))
+    try:  # here, not in each run's process: a bad device is one error naming its flag or file, before anything runs
+        resolved = resolve_device(device or "auto")
+    except TargetError as exc:
+        return error(device_problem(exc, args.device, settings))
+    if args.same_process:
+        device = resolved
     from opscan.diff import diff
 
     report = diff(

@@ -88,6 +88,21 @@ def test_bad_input_to_diff(tmp_path):
     assert proc.returncode == 2 and "not a directory" in proc.stderr
 
 
+def test_a_bad_device_is_one_error_before_anything_runs(tmp_path):
+    # In two processes the device used to be checked only inside each run's recording, which
+    # said "recording run a failed" and, for a config's device, did not name the file.
+    (tmp_path / "build.py").write_text(
+        "import pathlib\nimport torch\n\ndef build():\n    pathlib.Path('BUILT').touch()\n    return torch.nn.Linear(2, 2), torch.ones(1, 2)\n"
+    )
+    proc = opscan("diff", "build.py:build", "--device", "tpu9", cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (2, "opscan: error: 'tpu9' is not a device; use cuda, cuda:N, cpu or auto\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan.scan]\ndevice = 'tpu8'\n")
+    proc = opscan("diff", "build.py:build", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"opscan: error: {tmp_path / 'pyproject.toml'}: "), proc.stderr
+    assert "'tpu8' is not a device" in proc.stderr and not (tmp_path / "BUILT").exists()
+
+
 @pytest.mark.parametrize("where", ["folder", "missing"])
 def test_an_unwritable_report_is_refused_before_recording(tmp_path, where):
     # -o into a folder that does not exist (or onto a folder) failed only after both runs were
