@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 
 from opscan._path import Path
 from opscan._plain import Frozen
@@ -495,6 +494,8 @@ def _is_release(text: str) -> bool:
     major, dot, minor = text.partition(".")
     if dot and major.isdigit() and major.isascii() and minor.isdigit() and minor.isascii():
         return True
+    import re
+
     return bool(re.match(_RELEASE, text))
 
 
