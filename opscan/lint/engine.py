@@ -553,11 +553,11 @@ def torch_targets(cfg: Config, torch_version: str | None = None, **options) -> T
     """Where each file's targeted torch releases come from: `torch_version` (a flag), else the config's
     `torch-version`, else the project's requirements, the installed torch, or every known release."""
     from opscan.lint.target import TorchTargets
-    from opscan.rules import load
+    from opscan.rules import index
 
     if torch_version is not None:
-        return TorchTargets(load().releases, torch_version, "--torch-version", **options)
-    return TorchTargets(load().releases, cfg.torch_version, cfg.torch_version_from or "--torch-version", **options)
+        return TorchTargets(index().releases, torch_version, "--torch-version", **options)
+    return TorchTargets(index().releases, cfg.torch_version, cfg.torch_version_from or "--torch-version", **options)
 
 
 def run(

@@ -73,11 +73,8 @@ class CallFilter:
     def for_lint(cls) -> CallFilter:
         """The filter for the lint rules as they are: every model key, every op rule API of any torch version."""
         from opscan.lint.modelled import MODELS
-        from opscan.rules import load
+        from opscan.rules import index
 
-        names, methods = set(MODELS) | set(READ_CALLS), set()
-        for op in load().ops:  # all versions: facts do not depend on the target version
-            for api in op.apis:
-                (methods if api.kind == "method" else names).add(api.name)
+        rules = index()  # all versions: facts do not depend on the target version
         stdlib = getattr(sys, "stdlib_module_names", frozenset())
-        return cls(frozenset(names), frozenset(methods), LIBRARIES | stdlib)
+        return cls(rules.functions | set(MODELS) | set(READ_CALLS), rules.methods, LIBRARIES | stdlib)
