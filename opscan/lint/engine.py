@@ -127,15 +127,15 @@ class _FactsLoader:
         data = self._read(path)
         if isinstance(data, ModuleFacts):
             return data
+        if self.cache is None:
+            return extract(path, data, package, calls)
         variant = calls.fingerprint if calls is not None else ""
-        if self.cache is not None:
-            hit = self.cache.get(data, package, variant)
-            if hit is not None:
-                hit.path = path
-                return hit
+        hit = self.cache.get(data, package, variant)
+        if hit is not None:
+            hit.path = path
+            return hit
         facts = extract(path, data, package, calls)
-        if self.cache is not None:
-            self.cache.put(data, package, facts, variant)
+        self.cache.put(data, package, facts, variant)
         return facts
 
 
