@@ -8,7 +8,6 @@ shared among forked worker processes, which send back their findings.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
@@ -45,6 +44,8 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: s
         try:
             key = str(path.resolve(strict=True))
         except (OSError, RuntimeError) as exc:  # symlink loop, dangling link
+            import errno  # here: most runs meet no broken link, and the import costs start-up ~50 µs
+
             reason = "symlink loop" if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP else exc.strerror or str(exc)
             notices.append(f"warning: skipped {path}: {reason}")
             return

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.edit import Edit
 from opscan.lint.facts import NOQA_DIRECTIVE
+from opscan.lint.model import Edit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
