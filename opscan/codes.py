@@ -10,9 +10,9 @@ each engine keeps its own registry (`opscan.lint.rules.RULES`,
 
 from __future__ import annotations
 
-import re
-
 from opscan._plain import Frozen
+
+# `re` is imported where a pattern is needed: this module loads on every lint run, which needs none.
 
 class RuleInfo(Frozen):
     _fields = ("code", "name", "summary", "sections", "severity", "command")
@@ -46,6 +46,8 @@ class RuleInfo(Frozen):
 
     @property
     def help_text(self) -> str:
+        import re
+
         return re.sub(r"```\w*\n?", "", self.help_markdown)
 
 
@@ -64,6 +66,8 @@ def _head(line: str) -> tuple[str, str, str] | None:
         and name and all(c in _NAME for c in name) and colon and summary and "\n" not in summary
     ):  # fmt: skip
         return code, name, summary
+    import re
+
     m = re.match(_HEAD, line)  # anything else: the pattern decides (and, so far, refuses it)
     return (m["code"], m["name"], m["summary"]) if m else None
 
@@ -84,6 +88,12 @@ def parse_doc(doc: str, *, severity: str = "error", command: str = "lint") -> Ru
     return RuleInfo(code, name, summary.strip(), tuple(sections), severity, command)
 
 
+def _selector(sel: str) -> bool:
+    """re.fullmatch(r"[A-Z]+\\d{0,3}", sel), for a selector that prefixes a code (so is ASCII), with str methods."""
+    letters = sel.rstrip("0123456789")
+    return bool(letters) and all(c in _UPPER for c in letters) and len(sel) - len(letters) <= 3
+
+
 class UnknownCodeError(ValueError):
     pass
 
@@ -102,7 +112,7 @@ def expand_selectors(selectors, universe) -> set[str]:
             out.update(universe)
             continue
         matched = {c for c in universe if c.startswith(sel)}
-        if not matched or not re.fullmatch(r"[A-Z]+\d{0,3}", sel):
+        if not matched or not _selector(sel):
             raise UnknownCodeError(f"unknown rule selector {raw.strip()!r}; known codes: {', '.join(sorted(universe))}")
         out.update(matched)
     return out

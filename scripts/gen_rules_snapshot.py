@@ -1,7 +1,8 @@
-"""Rewrite opscan/_rules_snapshot.py from rules/*.toml (the parsed data lint loads fast).
+"""Rewrite opscan/_rules_snapshot.py and opscan/_rules_index.py from rules/*.toml (the parsed data,
+and what lint asks of it on every run, which lint loads fast).
 
-    python scripts/gen_rules_snapshot.py           # rewrite it
-    python scripts/gen_rules_snapshot.py --check   # exit 1 if it is stale
+    python scripts/gen_rules_snapshot.py           # rewrite them
+    python scripts/gen_rules_snapshot.py --check   # exit 1 if either is stale
 """
 
 from __future__ import annotations
@@ -12,21 +13,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from opscan.fsutil import atomic_write_bytes  # noqa: E402
-from opscan.rules import SNAPSHOT, snapshot_text  # noqa: E402
+from opscan.rules import INDEX, SNAPSHOT, index_text, snapshot_text  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
-    text = snapshot_text()
-    current = SNAPSHOT.read_text(encoding="utf-8") if SNAPSHOT.exists() else None
-    if "--check" in argv:
-        if current != text:
-            print(f"{SNAPSHOT} is stale: run python scripts/gen_rules_snapshot.py", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        atomic_write_bytes(SNAPSHOT, text.encode("utf-8"))
-        print(f"wrote {SNAPSHOT}")
-    return 0
+    stale = 0
+    for target, text in ((SNAPSHOT, snapshot_text()), (INDEX, index_text())):
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current == text:
+            continue
+        if "--check" in argv:
+            print(f"{target} is stale: run python scripts/gen_rules_snapshot.py", file=sys.stderr)
+            stale = 1
+            continue
+        atomic_write_bytes(target, text.encode("utf-8"))
+        print(f"wrote {target}")
+    return stale
 
 
 if __name__ == "__main__":

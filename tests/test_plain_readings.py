@@ -1,8 +1,9 @@
 """Plain text read with str methods, where a pattern used to read it: each reading must be the pattern's.
 
 opscan.versions reads plain versions and clauses so, opscan.codes a rule's
-docstring (every rule parses its own at import), opscan.rules the releases,
-opscan.lint.target requirement names and file names.
+docstring (every rule parses its own at import) and a selector, opscan.rules
+the releases, opscan.lint.target requirement names and file names; the facts
+pass asks its noqa patterns only about lines that name "noqa".
 
 The patterns are compiled only for text that is not plain (it cost a cold lint
 more than the rules it serves); here every reading is compared with what the
@@ -17,7 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from opscan import codes, rules, versions
-from opscan.lint import target
+from opscan.lint import facts, target
 
 # Digits (ASCII, and others \d matches), dots, operators, whitespace (ASCII and not),
 # the letters of labels in both cases (and ones re.I folds onto them), and the rest.
@@ -46,6 +47,41 @@ def _version(text: str):
         return versions.parse_version(text)
     except ValueError:
         return ValueError
+
+
+CODES = ("DET000", "DET001", "DET010", "DET011")
+
+
+@given(st.text(alphabet="DETdetX0123456789٣\u017f\u212a ,", max_size=8))
+@example("DET0")
+@example("DET0001")
+@example("D")
+@example("0")
+def test_selector_is_the_patterns(raw):
+    # What expand_selectors gives (a set, or the error) against what it gave with the pattern.
+    sel = raw.strip().upper()
+    matched = {c for c in CODES if c.startswith(sel)}
+    by_pattern = bool(matched) and bool(re.fullmatch(r"[A-Z]+\d{0,3}", sel))
+    if sel and sel != "ALL":
+        assert (bool(matched) and codes._selector(sel)) == by_pattern
+
+
+@given(st.text(alphabet="#nNoOqQaA: \tDET0,x\u017f\u212a\u0131\u0130opscan", max_size=24))
+@example("# noqa")
+@example("# NOQA: DET001")
+@example("# opscan: noqa")
+@example("x = 1  # NoQa:DET001,DET002")
+def test_noqa_lines_are_read_as_the_patterns_read_them(line):
+    expected_line, expected_file = {}, False
+    if "#" in line:
+        m = re.match(facts._FILE_NOQA, line, re.I)
+        if m:
+            expected_file = None if not m.group("codes") else frozenset(c.upper() for c in re.split(r"[\s,]+", m.group("codes").strip()) if c)
+        else:
+            m = re.search(facts.NOQA_DIRECTIVE, line, re.I)
+            if m:
+                expected_line = {1: None if not m.group("codes") else frozenset(c.upper() for c in re.split(r"[\s,]+", m.group("codes").strip()) if c)}
+    assert facts.scan_noqa([line]) == (expected_line, expected_file)
 
 
 @given(st.one_of(texts, plainish))

@@ -420,6 +420,33 @@ def test_snapshot_is_current():
     assert rules.SNAPSHOT.read_text(encoding="utf-8") == rules.snapshot_text()
 
 
+def test_index_is_current():
+    """opscan/_rules_index.py must match rules/*.toml (python scripts/gen_rules_snapshot.py)."""
+    assert rules.INDEX.read_text(encoding="utf-8") == rules.index_text()
+
+
+def test_index_is_what_the_database_gives(monkeypatch):
+    """The generated index is used, and says what the database built from the TOML itself says."""
+    monkeypatch.setattr(rules, "load", lambda *a: (_ for _ in ()).throw(AssertionError("rules loaded")))
+    generated = rules.index.__wrapped__()
+    monkeypatch.undo()
+    assert generated == rules.RulesIndex.of(load.__wrapped__(str(rules.rules_dir())))
+    assert generated.env_range("CUBLAS_WORKSPACE_CONFIG") == load().env_check("CUBLAS_WORKSPACE_CONFIG").torch
+    assert generated.env_range("NOT_CHECKED") is None
+
+
+def test_index_of_malformed_data_is_refused(tmp_path: Path):
+    """index_text validates as load() does: no index is written for data that does not load."""
+    import shutil
+
+    copy = tmp_path / "rules"
+    shutil.copytree(rules.rules_dir(), copy)
+    first = sorted(copy.glob("*.toml"))[0]
+    first.write_text(first.read_text() + '\n[[op]]\nid = "x"\nphase = "up"\nremedy = "r"\n')  # a phase load() refuses
+    with pytest.raises(RulesError):
+        rules.index_text(str(copy))
+
+
 def test_snapshot_gives_the_database_the_files_give(tmp_path: Path):
     import shutil
 
@@ -454,3 +481,19 @@ def test_stale_snapshot_is_not_used(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(rules, "_parse_toml", lambda *a: (_ for _ in ()).throw(AssertionError("TOML parsed")))
     first.write_text(text)
     assert load.__wrapped__() == fresh  # back in step with the snapshot: no TOML parsing at all
+
+
+def test_stale_index_is_not_used(tmp_path: Path, monkeypatch):
+    """After a rules file is edited, lint's index is the edited database's, not the generated one."""
+    import shutil
+
+    copy = tmp_path / "rules"
+    shutil.copytree(rules.rules_dir(), copy)
+    monkeypatch.setattr(rules, "rules_dir", lambda: copy)
+    monkeypatch.setattr(rules, "load", lambda *a: load.__wrapped__(*a))  # no cached database of the old files
+    assert rules.index.__wrapped__() == rules.RulesIndex.of(load())  # in step: the generated index
+    torch_toml = copy / "torch.toml"
+    torch_toml.write_text(torch_toml.read_text().replace('"2.14",\n]', '"2.14", "2.15",\n]', 1))
+    edited = rules.index.__wrapped__()
+    assert edited.releases[-1] == "2.15"
+    assert edited == rules.RulesIndex.of(load.__wrapped__(str(copy)))

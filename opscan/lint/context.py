@@ -134,10 +134,10 @@ class Context:
     @cached_property
     def cublas_checked(self) -> tuple[str, ...]:
         """The targeted releases whose torch checks CUBLAS_WORKSPACE_CONFIG in deterministic mode (rules/torch.toml)."""
-        from opscan.rules import load
+        from opscan.rules import index
 
-        check = load().env_check(CUBLAS)
-        return self.torch.subset(check.torch) if check is not None else self.torch.releases
+        torch = index().env_range(CUBLAS)  # load().env_check(CUBLAS).torch, without building the ops
+        return self.torch.subset(torch) if torch is not None else self.torch.releases
 
     @property
     def cublas_releases(self) -> str:

@@ -8,7 +8,6 @@ shared among forked worker processes, which send back their findings.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
@@ -45,6 +44,8 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: s
         try:
             key = str(path.resolve(strict=True))
         except (OSError, RuntimeError) as exc:  # symlink loop, dangling link
+            import errno  # here: most runs meet no broken link, and the import costs start-up ~50 µs
+
             reason = "symlink loop" if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP else exc.strerror or str(exc)
             notices.append(f"warning: skipped {path}: {reason}")
             return
@@ -127,15 +128,15 @@ class _FactsLoader:
         data = self._read(path)
         if isinstance(data, ModuleFacts):
             return data
+        if self.cache is None:
+            return extract(path, data, package, calls)
         variant = calls.fingerprint if calls is not None else ""
-        if self.cache is not None:
-            hit = self.cache.get(data, package, variant)
-            if hit is not None:
-                hit.path = path
-                return hit
+        hit = self.cache.get(data, package, variant)
+        if hit is not None:
+            hit.path = path
+            return hit
         facts = extract(path, data, package, calls)
-        if self.cache is not None:
-            self.cache.put(data, package, facts, variant)
+        self.cache.put(data, package, facts, variant)
         return facts
 
 
@@ -553,11 +554,11 @@ def torch_targets(cfg: Config, torch_version: str | None = None, **options) -> T
     """Where each file's targeted torch releases come from: `torch_version` (a flag), else the config's
     `torch-version`, else the project's requirements, the installed torch, or every known release."""
     from opscan.lint.target import TorchTargets
-    from opscan.rules import load
+    from opscan.rules import index
 
     if torch_version is not None:
-        return TorchTargets(load().releases, torch_version, "--torch-version", **options)
-    return TorchTargets(load().releases, cfg.torch_version, cfg.torch_version_from or "--torch-version", **options)
+        return TorchTargets(index().releases, torch_version, "--torch-version", **options)
+    return TorchTargets(index().releases, cfg.torch_version, cfg.torch_version_from or "--torch-version", **options)
 
 
 def run(

@@ -12,7 +12,6 @@ judge. The result is plain data, so it is cached by file content.
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 
 from opscan._plain import Plain, by_fields
@@ -118,6 +117,9 @@ class ModuleFacts(Plain):
 
 # Patterns, matched with re.I: compiled on first use (re caches them), not when lint starts,
 # which is the only cost they would have on the many files that hold no `# noqa` at all.
+# A line whose lowered text lacks "noqa" cannot match either (with re.I only N, O, Q and A
+# match those letters), so `re` itself is imported only for a line that has it: a cold
+# lint of a file with comments and no `# noqa` imports no `re` (~1.5 ms) and compiles nothing.
 NOQA_DIRECTIVE = r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
 _FILE_NOQA = r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?\s*$"
 
@@ -125,6 +127,8 @@ _FILE_NOQA = r"^\s*#\s*opscan:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]
 def _codes(text: str | None) -> frozenset[str] | None:
     if not text:
         return None
+    import re
+
     return frozenset(c.upper() for c in re.split(r"[\s,]+", text.strip()) if c)
 
 
@@ -133,8 +137,10 @@ def scan_noqa(lines: list[str]) -> tuple[dict[int, frozenset[str] | None], froze
     per_line: dict[int, frozenset[str] | None] = {}
     file_level: frozenset[str] | None | bool = False
     for number, text in enumerate(lines, 1):
-        if "#" not in text:
+        if "#" not in text or "noqa" not in text.lower():
             continue
+        import re
+
         m = re.match(_FILE_NOQA, text, re.I)
         if m:
             codes = _codes(m.group("codes"))

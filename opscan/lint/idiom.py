@@ -12,8 +12,7 @@ what it covers (`frameworks.Idiom`); this module finds the call to edit.
 from __future__ import annotations
 
 from opscan._plain import Plain
-from opscan.lint.edit import Edit
-from opscan.lint.model import MISSING, Built, Call, CudaWork, Loc
+from opscan.lint.model import MISSING, Built, Call, CudaWork, Edit, Loc
 from opscan.lint.modelled import helper
 
 TYPE_CHECKING = False

@@ -1,4 +1,5 @@
-"""Plain data that the lint passes exchange: locations, call arguments, and what calls and statements do.
+"""Plain data that the lint passes exchange: locations, call arguments, what calls and statements do,
+and the base of what a fix changes (`Edit`).
 
 Everything here is picklable and holds no AST nodes, so a module's facts can be
 cached by file content.
@@ -11,6 +12,9 @@ from opscan._plain import Frozen, by_fields
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
     from typing import Any
+
+    from opscan.findings import Finding
+    from opscan.lint.fix.planner import Planner
 
 
 # Shared with the rules data (its `when` predicates), so it lives in the base layer.
@@ -245,3 +249,28 @@ class Guard(Frozen):
     def __init__(self, when: str, begin: bool):
         self.when = when
         self.begin = begin
+
+
+# ---------------------------------------------------------------- what a fix changes
+
+# The typed `Fix.edit` of lint's findings. Each rule that offers a fix defines its edit
+# class in its own module, beside its check, and the edit plans itself: `plan(planner,
+# finding)` finds its target in the file's syntax tree and records the change on the
+# planner (`opscan.lint.fix.planner`), or returns False where the source does not have the
+# shape the fix expects. libcst is imported only inside `plan`, so plain linting, which
+# only builds edits, never loads it. (Here, not in a module of its own: every rule module
+# imports it on every run, and a module costs lint's start-up ~0.1 ms.)
+
+
+class Edit(Frozen):
+    """A fix's change, planned with libcst when fixing. Subclasses are slotted value classes."""
+
+    __slots__ = ()
+    # The fixer plans a file's edits by `order`, then by position: edits in place first
+    # (0-2), then statements moved or inserted at the top of the module (3-4), then the
+    # insertion after seeding (5), which may add `import torch` below that top group.
+    order = 0
+
+    def plan(self, planner: Planner, finding: Finding) -> bool:
+        """Record this edit on `planner` for `finding`; False where its target is not found."""
+        raise NotImplementedError

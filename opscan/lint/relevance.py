@@ -46,10 +46,18 @@ class CallFilter:
         self.methods = methods  # method names op rules match on any receiver
         self.libraries = libraries
         self._narrowed: dict[frozenset[str], CallFilter] = {}
-        # Part of the facts cache key: facts built under another filter are not these facts.
-        from opscan._hash import digest
+        self._fingerprint: str | None = None
 
-        self.fingerprint = digest("\n".join(sorted(qualnames)) + "\0" + "\n".join(sorted(methods)) + "\0" + "\n".join(sorted(libraries)))
+    @property
+    def fingerprint(self) -> str:
+        """Part of the facts cache key: facts built under another filter are not these facts.
+        Made when the cache asks (a run without the cache imports no blake2)."""
+        if self._fingerprint is None:
+            from opscan._hash import digest
+
+            q, m, lib = self.qualnames, self.methods, self.libraries
+            self._fingerprint = digest("\n".join(sorted(q)) + "\0" + "\n".join(sorted(m)) + "\0" + "\n".join(sorted(lib)))
+        return self._fingerprint
 
     def without(self, libraries: frozenset[str]) -> CallFilter:
         """This filter, keeping calls into `libraries` too (packages the project provides itself)."""
@@ -73,11 +81,8 @@ class CallFilter:
     def for_lint(cls) -> CallFilter:
         """The filter for the lint rules as they are: every model key, every op rule API of any torch version."""
         from opscan.lint.modelled import MODELS
-        from opscan.rules import load
+        from opscan.rules import index
 
-        names, methods = set(MODELS) | set(READ_CALLS), set()
-        for op in load().ops:  # all versions: facts do not depend on the target version
-            for api in op.apis:
-                (methods if api.kind == "method" else names).add(api.name)
+        rules = index()  # all versions: facts do not depend on the target version
         stdlib = getattr(sys, "stdlib_module_names", frozenset())
-        return cls(frozenset(names), frozenset(methods), LIBRARIES | stdlib)
+        return cls(rules.functions | set(MODELS) | set(READ_CALLS), rules.methods, LIBRARIES | stdlib)

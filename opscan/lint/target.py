@@ -33,7 +33,6 @@ Only the standard library is used: lint's install stays small.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from opscan._path import Path
@@ -44,6 +43,7 @@ LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
 # Where plain text (a name, a line) cannot match one, or str methods read it exactly as the pattern
 # would, the pattern is not asked at all: each compile costs a cold lint ~0.1 ms, and the walk up
 # for the torch requirement reads a project's pyproject.toml and requirements files on every run.
+# `re` itself is imported only where a pattern is asked (importing it cost ~1.5 ms).
 _PYLOCK = r"^pylock\.[^./\\]+\.toml$"
 _REQUIREMENTS = r"(?i)^requirements.*\.(txt|in)$"
 CONDA_NAMES = frozenset({"pytorch", "pytorch-gpu", "pytorch-cpu", "torch"})
@@ -111,6 +111,8 @@ def parse_requirement(text: str) -> Requirement | None:
             return None
         rest = rest[close + 1 :].lstrip()
     if rest.startswith("@"):
+        import re
+
         url = rest[1:].strip()
         marker = ""
         cut = re.search(r"\s+;", url)  # after a URL the marker needs a space before `;` (PEP 508)
@@ -131,6 +133,8 @@ _WHEEL = r"(?i)/(?P<name>[A-Za-z0-9_.]+)-(?P<version>\d[^-/]*)-[^/]*\.whl(?:[#?]
 
 def url_version(url: str) -> str | None:
     """The version a wheel URL names (`.../torch-2.4.1%2Bcu121-cp311-...whl`), else None."""
+    import re
+
     m = re.search(_WHEEL, url.replace("%2B", "+").replace("%2b", "+"))
     if m and normalize_name(m.group("name")) == "torch":
         return m.group("version")
@@ -303,6 +307,8 @@ class _Reader:
         out: list[Declaration] = []
         for line in _logical_lines(text):
             if line.startswith("-"):  # an include, or an option line: -e, --index-url, --hash...
+                import re
+
                 include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+|(?=\S))(\S+)", line)
                 if not include:
                     continue
@@ -400,6 +406,8 @@ class _Reader:
         out: list[Declaration] = []
         for kind, item in conda_dependencies(text):
             if kind == "pip":
+                import re
+
                 include = re.match(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)", item)
                 if include:
                     target = file.parent / include.group(1)
@@ -459,6 +467,8 @@ def _locked_versions(raw: bytes) -> list[str] | None:
     versions: list[str] = []
     found_name = False
     # Lock files write names normalized. A literal newline, not `^` in multiline mode: ten times faster.
+    import re
+
     for m in re.finditer(r'\nname[ \t]*=[ \t]*"torch"[ \t]*(?=\r?\n|$)', text):
         header = text.rfind("\n[", 0, m.start())
         header_line = text[header + 1 : text.find("\n", header + 1)].strip() if header >= 0 else ""
@@ -477,6 +487,8 @@ def _without_options(line: str) -> str:
     """A requirement line without its per-requirement options (`--hash=...`)."""
     if not any(line[i - 1].isspace() for i in range(1, len(line)) if line[i] == "-"):
         return line  # no `-` after whitespace: nothing the pattern would cut
+    import re
+
     return re.split(r"\s+--?[a-z]", line, maxsplit=1)[0]
 
 
@@ -510,6 +522,8 @@ def _logical_lines(text: str):
 
 def _cfg_list(value: str) -> list[str]:
     """setup.cfg's dangling list: one requirement a line (comments dropped)."""
+    import re
+
     return [line for line in (re.sub(r"(^|\s)#.*$", "", raw).strip() for raw in value.splitlines()) if line]
 
 
@@ -524,6 +538,8 @@ def conda_dependencies(text: str) -> list[tuple[str, str]]:
     in_deps = False
     item_indent = None
     pip_indent = None  # the indent of the `- pip:` item while its sub-list is read
+    import re
+
     for raw in text.splitlines():
         line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
         if not line.strip():
@@ -572,6 +588,8 @@ def conda_spec(item: str) -> tuple[str, str]:
     """A conda match spec, `channel::pytorch=2.4=build`, `pytorch>=2.4,<2.7`, `pytorch 2.4.*`,
     `pytorch[version='>=2.4']` -> (name, version spec in conda's syntax, "" for none)."""
     item = item.split("::", 1)[-1].strip()
+    import re
+
     m = re.match(r"^([A-Za-z0-9_.-]+)\s*(.*)$", item)
     if not m:
         return "", ""
@@ -600,6 +618,8 @@ def _as_pep440(spec: str, kind: str) -> str:
     spec = spec.strip()
     if kind in ("bare", "pip"):
         return spec
+    import re
+
     clauses = [c for c in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", spec) if c]
     out = []
     for clause in clauses:
@@ -670,7 +690,7 @@ def installed_torch(path: list[str] | None = None, listed: set | None = None, re
             if not low.endswith((".dist-info", ".egg-info")):
                 continue
             project = low.rpartition(".")[0].partition("-")[0]
-            if re.sub(r"[-_.]+", "_", project) != "torch":
+            if normalize_name(project) != "torch":  # re.sub(r"[-_.]+", "_", project) != "torch", as importlib.metadata asks
                 continue
             meta = os.path.join(folder, name)
             if os.path.isdir(meta):
@@ -786,7 +806,7 @@ class TorchTargets:
         self.read.update(str(base / n) for n in names if n.lower().startswith(DECLARING_NAMES[:-2]))
         reader = self._reader
         declarations: list[Declaration] = []
-        for name in [*LOCK_FILES, *sorted(n for n in names if n.startswith("pylock.") and re.match(_PYLOCK, n))]:
+        for name in [*LOCK_FILES, *sorted(n for n in names if n.startswith("pylock.") and _pylock_name(n))]:
             if name in present and os.path.isfile(base / name):
                 declarations += reader.lock(base / name)
         if not declarations:
@@ -851,10 +871,18 @@ def _union(declarations: list[Declaration]) -> TorchRange:
     return TorchRange(out.releases, out.known, where, spec, out.warning) if len(declarations) > 1 else out
 
 
+def _pylock_name(name: str) -> bool:
+    import re
+
+    return bool(re.match(_PYLOCK, name))
+
+
 def _requirements_name(name: str) -> bool:
     """Whether _REQUIREMENTS matches a name that starts with "requirements" in any case."""
     if name.isascii() and "\n" not in name:  # re.I folds some non-ASCII letters onto ASCII ones, `$` allows a final newline
         return name.lower().endswith((".txt", ".in"))
+    import re
+
     return bool(re.match(_REQUIREMENTS, name))
 
 
@@ -875,4 +903,6 @@ def _names_project(raw: bytes) -> bool:
         line = line.strip()
         if line[:1] == b"[" and line[-1:] == b"]" and line[1:-1].strip() in (b"project", b"tool.poetry"):
             return True
+    import re
+
     return bool(re.search(rb"(?m)^\s*\[\s*(project|tool\.poetry)\s*\]", raw))

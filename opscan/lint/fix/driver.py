@@ -26,9 +26,9 @@ import libcst as cst
 
 from opscan.findings import Finding, Report
 from opscan.fsutil import ChangedOnDiskError, atomic_write_bytes
-from opscan.lint.edit import Edit
 from opscan.lint.fix.planner import NEWLINE, CannotFix, Planner
 from opscan.lint.fix.rewriter import Rewriter
+from opscan.lint.model import Edit
 
 MAX_ROUNDS = 10  # fix -> re-lint rounds; ruff allows 100, two or three are enough here
 MAX_DEPTH = 1000  # deeper syntax trees are left alone: libcst slows down steeply (3000 levels: seconds)

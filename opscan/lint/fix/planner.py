@@ -1,7 +1,7 @@
 """Planning one file's fixes: find each edit's target in the libcst tree and record the change.
 
 The planner touches nothing itself; `opscan.lint.fix.rewriter` applies what it
-recorded in one pass. Each rule's edit (`opscan.lint.edit.Edit`) does its own
+recorded in one pass. Each rule's edit (`opscan.lint.model.Edit`) does its own
 search through the planner's questions (where a finding's span is, the
 innermost node of a kind, a node's ancestors) and records through its
 shared edits: replacements, insertions, removals, and the group of

@@ -65,9 +65,8 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import Context, how
-from opscan.lint.edit import Edit
 from opscan.lint.idiom import route
-from opscan.lint.model import Cudnn
+from opscan.lint.model import Cudnn, Edit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

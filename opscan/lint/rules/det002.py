@@ -71,9 +71,8 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import CUBLAS, Context, how
-from opscan.lint.edit import Edit
 from opscan.lint.idiom import route
-from opscan.lint.model import CUBLAS_VALUE
+from opscan.lint.model import CUBLAS_VALUE, Edit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -44,8 +44,7 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import CUBLAS, Context, via_text
-from opscan.lint.edit import Edit
-from opscan.lint.model import CudaWork, EnvWrite
+from opscan.lint.model import CudaWork, Edit, EnvWrite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

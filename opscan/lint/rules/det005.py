@@ -42,8 +42,7 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import Context
-from opscan.lint.edit import Edit
-from opscan.lint.model import Cudnn
+from opscan.lint.model import Cudnn, Edit
 from opscan.lint.modelled import helper
 
 TYPE_CHECKING = False

@@ -40,8 +40,7 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import Context, api_name
-from opscan.lint.edit import Edit
-from opscan.lint.model import Determinism
+from opscan.lint.model import Determinism, Edit
 from opscan.lint.modelled import strict_for
 
 TYPE_CHECKING = False

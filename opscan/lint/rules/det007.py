@@ -109,7 +109,10 @@ def check(ctx: Context) -> None:
         if ctx.strictly_enabled
         else ", so under warn_only it silently stays nondeterministic (strict mode would raise)"
     )
-    by_name, by_method = _ops_for(ctx.torch)
+    from opscan.rules import index
+
+    named = index()  # every op rule's API names: a call that names none cannot be a candidate
+    by_name = by_method = None  # the ops are built and indexed only for a call that names one
     seen = set()
     for event in ctx.trace.events + ctx.trace.reachable_calls:
         call = event.what
@@ -120,6 +123,10 @@ def check(ctx: Context) -> None:
             continue
         seen.add(key)
         qualname = call.qualname or ""
+        if qualname not in named.functions and call.method not in named.methods:
+            continue
+        if by_name is None:
+            by_name, by_method = _ops_for(ctx.torch)
         candidates = by_name.get(qualname, [])
         if not candidates and call.method and not qualname.startswith(("numpy.", "pandas.")):
             candidates = by_method.get(call.method, [])  # a tensor method on a receiver of unknown type

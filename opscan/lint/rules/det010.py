@@ -35,12 +35,10 @@ Safe: removes the unused codes from the comment, or the whole `# noqa` directive
 
 from __future__ import annotations
 
-import re
-
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.edit import Edit
 from opscan.lint.facts import NOQA_DIRECTIVE
+from opscan.lint.model import Edit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,6 +56,8 @@ def unused_in(text: str, used: set[str], enabled: set[str], known: set[str]) -> 
     `used`: the codes of this line that suppressed a finding; `enabled`: the codes
     enabled for the file; `known`: every lint code.
     """
+    import re  # here, not at the top: every lint run imports this module, and this rule is opt-in
+
     m = re.search(NOQA, text, re.I)
     if m is None or not m.group("codes"):
         return None
@@ -93,6 +93,8 @@ def finding(path: str, line: int, text: str, start: int, end: int, drop: list[st
 
 def without_codes(comment: str, drop: tuple[str, ...]) -> str:
     """A comment's text with `drop` taken out of its noqa directive; the directive goes when no code is left."""
+    import re
+
     m = re.search(NOQA, comment, re.I)
     if m is None or not m.group("codes"):
         return comment
