@@ -454,7 +454,7 @@ class _Record:
 
     __slots__ = (
         "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
-        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs",
+        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs", "names_ok",
     )  # fmt: skip
 
     def __init__(self, start_loaded: int, start_stack: int):
@@ -473,6 +473,11 @@ class _Record:
         # The top-level package of each import that ran and found no project file, with where it
         # first did, inside records too: built when asked for (see _libs_of).
         self.libs: dict[str, tuple[str, Loc]] | None = None
+        self.names_ok: frozenset[str] | None = None  # the last entry folder's names found disjoint from `heads`
+
+    def ok_for(self, names: frozenset[str]) -> bool:
+        self.names_ok = names
+        return True
 
 
 def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent], worker: bool = False) -> bool:
@@ -758,17 +763,11 @@ class _Walker:
         found = None
         own = self.own_records.get(memo)
         if own is not None:
-            for rec in own:
-                if self._holds(rec, base):
-                    found = rec
-                    break
+            found = self._holding(own, base)
         if found is None:
             shared = self.project._records.get(memo)
             if shared is not None:
-                for rec in shared:
-                    if self._holds(rec, base):
-                        found = rec
-                        break
+                found = self._holding(shared, base)
         if found is not None:
             rec = found
             self.loaded |= rec.added
@@ -790,17 +789,24 @@ class _Walker:
         self._absorb(parent, rec, child_via, worker)
         parent.ops.append((memo[0], what, rec, child_via, worker))
 
-    def _holds(self, rec: _Record, base: int) -> bool:
-        """Whether walking again here would do exactly what `rec` did."""
-        loaded, stack = self.loaded, self.stack
-        return (
-            base + rec.max_pass < MAX_DEPTH <= base + rec.min_cut
-            and not rec.need_unloaded & loaded
-            and rec.need_loaded & loaded == rec.need_loaded
-            and not rec.need_free & stack
-            and rec.need_stacked & stack == rec.need_stacked
-            and (rec.search == self.search if rec.search is not None else rec.heads.isdisjoint(self.folder_names))
-        )
+    def _holding(self, records: list[_Record], base: int) -> _Record | None:
+        """The first of `records` such that walking again here would do exactly what it did."""
+        loaded, stack, names = self.loaded, self.stack, self.folder_names
+        for rec in records:
+            if (
+                base + rec.max_pass < MAX_DEPTH <= base + rec.min_cut
+                and not rec.need_unloaded & loaded
+                and rec.need_loaded & loaded == rec.need_loaded
+                and not rec.need_free & stack
+                and rec.need_stacked & stack == rec.need_stacked
+            ):
+                if rec.search is not None:
+                    if rec.search == self.search:
+                        return rec
+                # Whether its lookups miss this entry's folder: asked again for every entry there.
+                elif rec.names_ok is names or (rec.heads.isdisjoint(names) and rec.ok_for(names)):
+                    return rec
+        return None
 
     def _absorb(self, parent: _Record, rec: _Record, child_via: tuple[Frame, ...], worker: bool) -> None:
         """Add what a record inside `parent` did, and depended on, to `parent`."""
