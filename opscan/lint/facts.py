@@ -65,7 +65,9 @@ class Event(Plain):
 
     _fields = ("loc", "what")
     __slots__ = _fields
-    __reduce__ = by_fields
+
+    def __reduce__(self):  # by_fields spelled out, as Loc's
+        return (Event, (self.loc, self.what))
 
     def __init__(self, loc: Loc, what: Call | Import | Guard | Loader | Effect):
         self.loc = loc

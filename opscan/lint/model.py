@@ -41,7 +41,9 @@ class Loc(Frozen):
 
     _fields = ("line", "col", "end_line", "end_col")
     __slots__ = _fields
-    __reduce__ = by_fields
+
+    def __reduce__(self):  # by_fields spelled out: facts hold these by the hundred thousand, pickled to the parent
+        return (Loc, (self.line, self.col, self.end_line, self.end_col))
 
     def __init__(self, line: int, col: int, end_line: int, end_col: int):
         self.line = line
@@ -69,7 +71,9 @@ class CallArgs(Frozen):
 
     _fields = ("args", "kwargs", "star")
     __slots__ = _fields
-    __reduce__ = by_fields
+
+    def __reduce__(self):  # by_fields spelled out, as Loc's
+        return (CallArgs, (self.args, self.kwargs, self.star))
 
     def __init__(self, args: tuple[Any, ...] = (), kwargs: tuple[tuple[str, Any], ...] = (), star: bool = False):
         self.args = args
@@ -198,7 +202,9 @@ class Call(Frozen):
 
     _fields = ("qualname", "method", "args", "refs", "no_grad")
     __slots__ = _fields
-    __reduce__ = by_fields
+
+    def __reduce__(self):  # by_fields spelled out, as Loc's
+        return (Call, (self.qualname, self.method, self.args, self.refs, self.no_grad))
 
     def __init__(self, qualname: str | None, method: str | None, args: CallArgs, refs: tuple[str, ...] = (), no_grad: bool = False):
         self.qualname = qualname

@@ -167,10 +167,10 @@ class Project:
         # By (path, dotted name): a file reached under two names (as an entry, and as imported
         # by a script) is named in messages as that script imports it, whatever ran first.
         self._modules: dict[tuple[str, str], Module] = {}
-        self._found: dict[tuple[str, tuple[Path, ...]], Module | None] = {}
+        self._found: dict[tuple[str, tuple[str, ...]], Module | None] = {}
         # Each with the first parts of the dotted names it looked up (see _Record.heads).
         self._resolved: dict[tuple[str, str, str], tuple[object, set[str]]] = {}
-        self._resolved_in: dict[tuple[tuple[str, str, str], tuple[Path, ...]], tuple[object, set[str]]] = {}  # one search path's
+        self._resolved_in: dict[tuple[tuple[str, str, str], tuple[str, ...]], tuple[object, set[str]]] = {}  # one search path's
         # The filter the loader builds facts under (None: every call), for the libraries the
         # project may provide itself and for the calls a trace keeps (see _Walker.call).
         self.calls = getattr(load_facts, "calls", None)
@@ -298,26 +298,25 @@ class Project:
                 return ".".join(parts)
         return path.stem
 
-    def find_module(self, dotted: str, search: tuple[Path, ...]) -> Module | None:
+    def find_module(self, dotted: str, search: tuple[str, ...]) -> Module | None:
         """The project file for a dotted module name, searching the entry's folder, then the roots."""
         head = dotted.partition(".")[0]
         if self._heads is not None:
             self._heads.add(head)
         # A folder can hold the module only if it holds something named like its first part. When
         # the entry's folder does not, the roots decide, and entries in other folders share the answer.
-        key = (dotted, search if head in self._names_in(str(search[0])) else search[1:])
+        key = (dotted, search if head in self._names_in(search[0]) else search[1:])
         found = self._found.get(key, _NOT_LOOKED_UP)
         if found is _NOT_LOOKED_UP:
             found = self._found[key] = self._find_module(dotted, key[1])
         return found
 
-    def _find_module(self, dotted: str, search: tuple[Path, ...]) -> Module | None:
+    def _find_module(self, dotted: str, search: tuple[str, ...]) -> Module | None:
         if not all(part.isidentifier() for part in dotted.split(".")):
             return None
         head = dotted.partition(".")[0]
         rel = dotted.replace(".", os.sep)
-        for base in search:
-            folder = str(base)
+        for folder in search:
             if head not in self._names_in(folder):
                 continue
             for candidate in (os.path.join(folder, rel + ".py"), os.path.join(folder, rel, "__init__.py")):
@@ -328,13 +327,13 @@ class Project:
 
     # -- names ----------------------------------------------------------------
 
-    def resolve(self, qualname: str, mod: Module, search: list[Path], depth: int = 0):
+    def resolve(self, qualname: str, mod: Module, search: tuple[str, ...], depth: int = 0):
         """What a qualified name names: ("model", name, fn), ("function", Module, FunctionFacts),
         ("class", Module, ClassFacts) or None."""
         if depth > 8 or not qualname:
             return None
         key = (qualname, mod.path, mod.name)  # the name: results carry modules named as reached
-        names = self._names_in(str(search[0]))
+        names = self._names_in(search[0])
         # Shared by every entry folder that holds none of the names looked up (see find_module).
         found = self._resolved.get(key)
         if found is None or not found[1].isdisjoint(names):
@@ -354,7 +353,7 @@ class Project:
             outer |= found[1]
         return found[0]
 
-    def _resolve(self, qualname: str, mod: Module, search: list[Path], depth: int):
+    def _resolve(self, qualname: str, mod: Module, search: tuple[str, ...], depth: int):
         if qualname in MODELS:
             return ("model", qualname, MODELS[qualname])
         if qualname.startswith(THIS + "."):
@@ -366,7 +365,7 @@ class Project:
                 return self._in_module(target, ".".join(parts[i:]), search, depth)
         return None
 
-    def _in_module(self, mod: Module, local: str, search: list[Path], depth: int):
+    def _in_module(self, mod: Module, local: str, search: tuple[str, ...], depth: int):
         facts = mod.facts
         if local in facts.functions:
             return ("function", mod, facts.functions[local])
@@ -382,7 +381,7 @@ class Project:
             return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
         return None
 
-    def find_method(self, mod: Module, cls: ClassFacts, name: str, search: list[Path], depth: int = 0):
+    def find_method(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int = 0):
         """A method looked up through the class and its bases; model keys for framework bases."""
         names = ("__call__", "forward") if name == "__call__" else (name,)
         for n in names:
@@ -410,7 +409,8 @@ class Project:
 
     def trace(self, entry: Module) -> EntryTrace:
         """The ordered events of running `entry` as a script, through project calls."""
-        search = (Path(entry.path).parent.resolve(), *self.roots)
+        # Folders as strings: a search path is hashed and compared for every name it resolves.
+        search = (str(Path(entry.path).parent.resolve()), *map(str, self.roots))
         walker = _Walker(self, search, entry)
         root = walker.run(entry)
         return EntryTrace(entry, root, walker)
@@ -454,7 +454,7 @@ class _Record:
 
     __slots__ = (
         "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
-        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs",
+        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs", "names_ok",
     )  # fmt: skip
 
     def __init__(self, start_loaded: int, start_stack: int):
@@ -463,7 +463,7 @@ class _Record:
         self.effects: list[tuple[int, TraceEvent]] = []  # (position among the events, event): the non-calls, flattened
         self.added = 0  # modules loaded, inside records too
         self.heads: set[str] = set()
-        self.search: tuple[Path, ...] | None = None  # set when the record holds for one search path only
+        self.search: tuple[str, ...] | None = None  # set when the record holds for one search path only
         self.need_loaded = self.need_unloaded = self.need_stacked = self.need_free = 0
         self.max_pass = -1
         self.min_cut = MAX_DEPTH + 1
@@ -473,6 +473,11 @@ class _Record:
         # The top-level package of each import that ran and found no project file, with where it
         # first did, inside records too: built when asked for (see _libs_of).
         self.libs: dict[str, tuple[str, Loc]] | None = None
+        self.names_ok: frozenset[str] | None = None  # the last entry folder's names found disjoint from `heads`
+
+    def ok_for(self, names: frozenset[str]) -> bool:
+        self.names_ok = names
+        return True
 
 
 def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent], worker: bool = False) -> bool:
@@ -532,8 +537,9 @@ class _Program:
 
     __slots__ = ("ops", "heads", "search")
 
-    def __init__(self, ops: list[tuple], heads: set[str], search: tuple[Path, ...] | None):
-        # (_EMIT, event) (_LOAD, ((Module, Frame), ...)) (_ENTER, key, Module, FunctionFacts, Frame, worker)
+    def __init__(self, ops: list[tuple], heads: set[str], search: tuple[str, ...] | None):
+        # (_EMIT, event) (_LOAD, ((Module, Frame, bit, memo), ...))
+        # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo): the walker's bit and memo, worked out once
         # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
         self.ops = ops
         self.heads = heads
@@ -541,12 +547,12 @@ class _Program:
 
 
 class _Walker:
-    def __init__(self, project: Project, search: tuple[Path, ...], entry: Module):
+    def __init__(self, project: Project, search: tuple[str, ...], entry: Module):
         self.project = project
         self.search = search
         self.entry = entry
         self.calls = project.calls
-        self.folder_names = project._names_in(str(search[0]))
+        self.folder_names = project._names_in(search[0])
         self.module_bit, self.function_bit = project._module_bit, project._function_bit
         self.stack = 0  # the functions being walked
         # The modules whose top level has run (the entry runs as __main__).
@@ -595,7 +601,8 @@ class _Walker:
                 for dotted in what.modules:
                     target = self.project.find_module(dotted, search)
                     if target is not None:
-                        targets.append((target, Frame(path, ev.loc, target.name)))
+                        memo = (_LOAD, target.path, target.name)
+                        targets.append((target, Frame(path, ev.loc, target.name), self.module_bit(target.path), memo))
                         continue
                     if targets:  # the modules before it load first
                         emit((_LOAD, tuple(targets)))
@@ -669,17 +676,19 @@ class _Walker:
         for (_, target_mod, func), worker in runs:
             ops.append(self._enter_op(mod, ev, target_mod, func, worker))
 
-    @staticmethod
-    def _enter_op(mod: Module, ev, target_mod: Module, func: FunctionFacts, worker: bool = False) -> tuple:
+    def _enter_op(self, mod: Module, ev, target_mod: Module, func: FunctionFacts, worker: bool = False) -> tuple:
         display = f"{target_mod.name}.{func.qualname}" if target_mod.name else func.qualname
-        return (_ENTER, (target_mod.path, func.qualname), target_mod, func, Frame(mod.path, ev.loc, display), worker)
+        key = (target_mod.path, func.qualname)
+        memo = (_ENTER, target_mod.path, target_mod.name, func.qualname)
+        return (_ENTER, key, target_mod, func, Frame(mod.path, ev.loc, display), worker, self.function_bit(key), memo)
 
     # -- walking -----------------------------------------------------------------
 
     def walk(self, prog: _Program) -> None:
         """Replay a program's ops in the walker's state, into the innermost record."""
         rec = self.rec
-        rec.heads |= prog.heads
+        if not prog.heads <= rec.heads:
+            rec.heads |= prog.heads
         out = rec.ops
         for op in prog.ops:
             kind = op[0]
@@ -701,6 +710,7 @@ class _Walker:
     def _deep(self) -> bool:
         """Whether a call or import here is too deep to follow; what the record depends on."""
         # Inside a record every walk starts afresh, so the depth is where the record began.
+        # (load and enter do the same inline.)
         rec = self.rec
         if self.base >= MAX_DEPTH:
             rec.min_cut = 0
@@ -711,11 +721,13 @@ class _Walker:
 
     def load(self, targets: tuple) -> None:
         """Run the top level of each project module an import loads, once per process, as Python does."""
-        if self._deep():
-            return
         rec = self.rec
-        for target, frame in targets:
-            bit = self.module_bit(target.path)
+        if self.base >= MAX_DEPTH:  # as _deep()
+            rec.min_cut = 0
+            return
+        if rec.max_pass < 0:
+            rec.max_pass = 0
+        for target, frame, bit, memo in targets:
             if self.loaded & bit:
                 if rec.start_loaded & bit:
                     rec.need_loaded |= bit
@@ -723,22 +735,22 @@ class _Walker:
             rec.need_unloaded |= bit
             self.loaded |= bit
             rec.added |= bit
-            memo = (_LOAD, target.path, target.name)
             self.sub(memo, target, target.facts.body, frame, target.path, True, False)
 
     def enter(self, op: tuple) -> None:
-        _, key, target_mod, func, frame, worker = op
+        _, key, target_mod, func, frame, worker, bit, memo = op
         rec = self.rec
-        bit = self.function_bit(key)
         if self.stack & bit:
             if rec.start_stack & bit:
                 rec.need_stacked |= bit
             return
         rec.need_free |= bit
-        if self._deep():
+        if self.base >= MAX_DEPTH:  # as _deep()
+            rec.min_cut = 0
             return
+        if rec.max_pass < 0:
+            rec.max_pass = 0
         self.stack |= bit
-        memo = (_ENTER, target_mod.path, target_mod.name, func.qualname)
         self.sub(memo, target_mod, func.events, frame, key, False, worker)
         self.stack &= ~bit
 
@@ -746,13 +758,19 @@ class _Walker:
         """Walk `events` one call or import below the current point, or replay a record of that walk that holds.
 
         `worker`: they run in a DataLoader's worker processes (which does not change the walk)."""
-        project = self.project
         parent = self.rec
         base = self.base + 1
-        for rec in (*self.own_records.get(memo, ()), *project._records.get(memo, ())):
-            if self._holds(rec, base):
-                self.loaded |= rec.added
-                break
+        found = None
+        own = self.own_records.get(memo)
+        if own is not None:
+            found = self._holding(own, base)
+        if found is None:
+            shared = self.project._records.get(memo)
+            if shared is not None:
+                found = self._holding(shared, base)
+        if found is not None:
+            rec = found
+            self.loaded |= rec.added
         else:
             prog = self.program(memo, mod, events, imported)
             rec = self.rec = _Record(self.loaded, self.stack)
@@ -765,23 +783,30 @@ class _Walker:
                 rec.search = self.search
             # A walk that found this entry's own module loaded (it runs as __main__, so an import
             # of it is skipped) holds for this entry alone: kept apart, the shared lists stay short.
-            records = self.own_records if rec.need_loaded & self.entry_bit else project._records
+            records = self.own_records if rec.need_loaded & self.entry_bit else self.project._records
             records.setdefault(memo, []).append(rec)
         child_via = (frame,)
         self._absorb(parent, rec, child_via, worker)
         parent.ops.append((memo[0], what, rec, child_via, worker))
 
-    def _holds(self, rec: _Record, base: int) -> bool:
-        """Whether walking again here would do exactly what `rec` did."""
-        loaded, stack = self.loaded, self.stack
-        return (
-            base + rec.max_pass < MAX_DEPTH <= base + rec.min_cut
-            and not rec.need_unloaded & loaded
-            and rec.need_loaded & loaded == rec.need_loaded
-            and not rec.need_free & stack
-            and rec.need_stacked & stack == rec.need_stacked
-            and (rec.search == self.search if rec.search is not None else rec.heads.isdisjoint(self.folder_names))
-        )
+    def _holding(self, records: list[_Record], base: int) -> _Record | None:
+        """The first of `records` such that walking again here would do exactly what it did."""
+        loaded, stack, names = self.loaded, self.stack, self.folder_names
+        for rec in records:
+            if (
+                base + rec.max_pass < MAX_DEPTH <= base + rec.min_cut
+                and not rec.need_unloaded & loaded
+                and rec.need_loaded & loaded == rec.need_loaded
+                and not rec.need_free & stack
+                and rec.need_stacked & stack == rec.need_stacked
+            ):
+                if rec.search is not None:
+                    if rec.search == self.search:
+                        return rec
+                # Whether its lookups miss this entry's folder: asked again for every entry there.
+                elif rec.names_ok is names or (rec.heads.isdisjoint(names) and rec.ok_for(names)):
+                    return rec
+        return None
 
     def _absorb(self, parent: _Record, rec: _Record, child_via: tuple[Frame, ...], worker: bool) -> None:
         """Add what a record inside `parent` did, and depended on, to `parent`."""
@@ -862,7 +887,7 @@ class _Walker:
                 elif kind == _ENTER:
                     enter(op[1], op[2], op[3], depth)
                 elif kind == _LOAD and depth < MAX_DEPTH:
-                    for target, _ in op[1]:
+                    for target, *_ in op[1]:
                         if target is not None and target.path not in loaded:
                             loaded.add(target.path)
                             memo = (_LOAD, target.path, target.name)
