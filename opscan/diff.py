@@ -179,14 +179,9 @@ def diff(
 
     `nproc`: record each run with torchrun on that many ranks, and compare rank by rank (never in this process).
     """
-    if keep is not None:
-        try:
-            os.makedirs(keep, exist_ok=True)
-        except OSError as exc:
-            return Report("diff", errors=[Problem(f"cannot use --keep {keep}: {exc.strerror or exc}")])
-        folder = keep
-    else:
-        folder = tempfile.mkdtemp(prefix="opscan-diff-")
+    folder, problem = _records_folder(keep, "opscan-diff-", f"--keep {keep}")
+    if problem is not None:
+        return Report("diff", errors=[problem])
     paths = [os.path.join(folder, name) for name in RECORDS]
     try:
         for path, label in zip(paths, "ab"):
@@ -334,6 +329,17 @@ def _columns(report: Report | None, name: str) -> tuple:
 
 
 
+def _records_folder(keep: str | None, prefix: str, named: str) -> tuple[str, Problem | None]:
+    """The folder for the two records: `keep`, made if missing, or a new temporary one (the caller removes it)."""
+    if keep is None:
+        return tempfile.mkdtemp(prefix=prefix), None
+    try:
+        os.makedirs(keep, exist_ok=True)
+    except OSError as exc:
+        return keep, Problem(f"cannot use {named}: {exc.strerror or exc}")
+    return keep, None
+
+
 def check_workload(model, inputs, loss_fn=None, *, steps: int = 2, device: str | None = None, seed: int = 0,
                    keep: str | None = None, engine: str = "auto") -> Report:  # fmt: skip
     """Train copies of `model` twice in this process from the same state and seed, record both, compare.
@@ -354,12 +360,9 @@ def check_workload(model, inputs, loss_fn=None, *, steps: int = 2, device: str |
         make_recorder, notice = recorder_for(engine, device)
     except ValueError as exc:
         return Report("diff", errors=[Problem(str(exc))])
-    if keep is not None:
-        try:
-            os.makedirs(keep, exist_ok=True)
-        except OSError as exc:
-            return Report("diff", errors=[Problem(f"cannot keep the records in {keep}: {exc.strerror or exc}")])
-    folder = keep or tempfile.mkdtemp(prefix="opscan-reproducible-")
+    folder, problem = _records_folder(keep, "opscan-reproducible-", f"keep={keep!r}")
+    if problem is not None:
+        return Report("diff", errors=[problem])
     paths = [os.path.join(folder, name) for name in RECORDS]
     target = Target("<model>", "callable")
     try:

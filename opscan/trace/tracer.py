@@ -336,7 +336,7 @@ class Trace:
         import torch
 
         rules = self.rules
-        silent = next((e for e in rules.silent if e.title == o.caller), None) if rules is not None and o.kind == "silent" else None
+        silent = rules.silent_for(o.op) if rules is not None and o.kind == "silent" else None
         rule = rules.for_alert(o.caller, o.op, torch_version=torch.__version__) if rules is not None and silent is None else None
         if silent is not None:
             remedy, rule = silent.remedy_for(), silent
