@@ -66,3 +66,42 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+
+
+class cached_property:  # noqa: N801  (named as the functools original it stands in for)
+    """`functools.cached_property`, without importing functools (and collections) on lint's start-up."""
+
+    def __init__(self, func):
+        self.func = func
+        self.name = func.__name__
+        self.__doc__ = func.__doc__
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        # The instance's own attribute shadows this (non-data) descriptor from now on.
+        value = instance.__dict__[self.name] = self.func(instance)
+        return value
+
+
+def memoized(func):
+    """`functools.lru_cache(maxsize=None)` for positional arguments, without importing functools.
+
+    As lru_cache's, the wrapper keeps the plain function as `__wrapped__` and has `cache_clear`.
+    """
+    cache: dict = {}
+
+    def wrapper(*args):
+        try:
+            return cache[args]
+        except KeyError:
+            value = cache[args] = func(*args)
+            return value
+
+    wrapper.__wrapped__ = func
+    wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = func.__name__, func.__qualname__, func.__doc__
+    wrapper.cache_clear = cache.clear
+    return wrapper

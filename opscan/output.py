@@ -8,7 +8,6 @@ command made it, so a new command needs no change here.
 
 from __future__ import annotations
 
-from collections import Counter
 
 from opscan._version import __version__
 from opscan.findings import Finding, Report, Table
@@ -184,12 +183,16 @@ def _text_table(table: Table) -> list[str]:
 
 
 def _statistics(report: Report) -> str:
-    counts = Counter(f.code for f in report.findings)
-    fixable = Counter(f.code for f in report.findings if f.fix and f.fix.applicability == "safe")
+    counts: dict[str, int] = {}  # plain dicts: collections is not otherwise imported when lint starts
+    fixable: set[str] = set()
+    for f in report.findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+        if f.fix and f.fix.applicability == "safe":
+            fixable.add(f.code)
     lines = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         info = report.rule(code)
-        mark = "[*]" if fixable[code] else "   "
+        mark = "[*]" if code in fixable else "   "
         lines.append(f"{n:5d}\t{code}\t{mark} {info.name if info else ''}")
     if not lines:
         lines.append("All checks passed!")
@@ -246,12 +249,12 @@ def _fingerprints(findings: list[Finding]) -> list[str]:
     """
     import hashlib
 
-    seen: Counter = Counter()
+    seen: dict[str, int] = {}
     out = []
     for f in findings:
         anchor = f.line_text or f.message
         digest = hashlib.sha256(f"{f.code}\0{f.path}\0{anchor}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        seen[digest] += 1
+        seen[digest] = seen.get(digest, 0) + 1
         out.append(f"{digest}:{seen[digest]}")
     return out
 

@@ -9,11 +9,10 @@ and report all read this one database.
 
 from __future__ import annotations
 
-import functools
 import os
 
 from opscan._path import Path
-from opscan._plain import Frozen
+from opscan._plain import Frozen, memoized
 
 # An argument whose value cannot be known statically. Lint's call records carry
 # this very object (plain data, no heavy imports), so it is shared, not redefined.
@@ -814,14 +813,14 @@ def _read_index(sources: list[tuple[str, bytes]]) -> RulesIndex | None:
         return None
 
 
-@functools.lru_cache(maxsize=None)
+@memoized
 def index() -> RulesIndex:
     """RulesIndex.of(load()), from the generated index while it is in step with rules/*.toml."""
     found = _read_index(_read_sources(rules_dir()))
     return found if found is not None else RulesIndex.of(load())
 
 
-@functools.lru_cache(maxsize=None)
+@memoized
 def load(directory: str | None = None) -> RuleDB:
     """Load every `*.toml` under the rules directory, sorted by file name."""
     base = Path(directory) if directory else rules_dir()

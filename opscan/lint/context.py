@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from functools import cached_property
 
+from opscan._plain import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
