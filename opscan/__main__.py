@@ -1,6 +1,4 @@
-import sys
-
-from opscan.cli import main
+from opscan.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

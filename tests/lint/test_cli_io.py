@@ -184,3 +184,48 @@ def test_progress_counts_the_files_of_every_worker_process(tmp_path, monkeypatch
     assert len({f.path for f in report.findings}) == 12
     assert max(c for label, c in seen if label == "Reading") == 13  # with __init__.py
     assert max(c for label, c in seen if label == "Linting") == 13
+
+
+# ---------------------------------------------------------------- the command's exit (cli.entry)
+
+
+def _many_findings(tmp_path: Path, n: int = 300) -> Path:
+    """A folder whose lint output is far larger than a pipe's buffer."""
+    for i in range(n):
+        (tmp_path / f"train_{i:03d}.py").write_bytes(SEEDS)
+    return tmp_path
+
+
+def test_the_command_delivers_all_its_output_before_it_exits(tmp_path, capsys):
+    """`python -m opscan lint` leaves by os._exit; everything printed is flushed first."""
+    project = _many_findings(tmp_path)
+    for fmt in ("text", "json"):
+        proc = _cli(["--output-format", fmt, "."], project)
+        with chdir(project):
+            code = main(["lint", "--no-cache", "--output-format", fmt, "."])
+        assert (proc.returncode, proc.stdout.decode()) == (code, capsys.readouterr().out) == (1, proc.stdout.decode())
+        assert proc.stderr == b""
+    assert proc.stdout.decode().count('"code": "DET001"') == 300
+
+
+def test_main_leaves_the_cycle_collector_as_it_found_it(tmp_path, capsys):
+    import gc
+
+    project = _many_findings(tmp_path, 3)
+    assert gc.isenabled()
+    with chdir(project):
+        assert main(["lint", "--no-cache", "."]) == 1
+    assert gc.isenabled()
+
+
+def test_other_commands_exit_the_ordinary_way(tmp_path):
+    """Only lint skips the interpreter's teardown: torch and the record writer have exit handlers."""
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    probe = "import atexit, sys; atexit.register(lambda: print('TORN-DOWN')); sys.argv[1:] = ['rule', 'DET001']; from opscan.cli import entry; entry()"
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "DET001" in proc.stdout and proc.stdout.rstrip().endswith("TORN-DOWN")
+    lint = probe.replace("['rule', 'DET001']", "['lint', '--no-cache', '.']")
+    (tmp_path / "train.py").write_bytes(SEEDS)
+    proc = subprocess.run([sys.executable, "-c", lint], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1 and "DET001" in proc.stdout and "TORN-DOWN" not in proc.stdout

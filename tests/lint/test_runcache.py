@@ -43,9 +43,9 @@ def _lint(project: Path, *args: str, env: dict | None = None) -> subprocess.Comp
 def _replayed(project: Path, *args: str, env: dict | None = None) -> tuple[bool, subprocess.CompletedProcess]:
     """Whether a run was a replay: the linter's modules were never imported."""
     probe = (
-        "import sys, runpy; sys.argv = ['opscan', 'lint', *sys.argv[1:]]\n"
-        "try:\n    runpy.run_module('opscan', run_name='__main__')\n"
-        "except SystemExit as e:\n    code = e.code\n"
+        # main(), not `python -m opscan`: the command's entry leaves lint by os._exit (cli.entry).
+        "import sys; from opscan.cli import main\n"
+        "code = main(['lint', *sys.argv[1:]])\n"
         "sys.stderr.write('ENGINE=%s\\n' % ('opscan.lint.engine' in sys.modules))\n"
         "sys.exit(code)\n"
     )
