@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         run_once(warm_cmd, DATA, env)
         facts_env = dict(env, OPSCAN_RUN_CACHE="0")
         # The same rerun without the console script, whose `import re` (pip writes it) costs more than the replay.
-        entry_cmd = [python, "-c", "import sys; from opscan.cli import main; sys.exit(main(sys.argv[1:]))", "lint", "--exit-zero", rel]
+        entry_cmd = [python, "-c", "from opscan.cli import entry; entry()", "lint", "--exit-zero", rel]
         warm, warm_entry, warm_facts, bare = [], [], [], []
         for _ in range(repeats):
             warm.append(run_once(warm_cmd, DATA, env))

@@ -3,9 +3,13 @@
     python benchmarks/bench_lint_ab.py --before /tmp/before                  # a tree to compare against (git archive REV)
     python benchmarks/bench_lint_ab.py --before /tmp/before --inputs one,scripts,torch --rounds 40,15,3
 
-Each round runs, in turn, `benchmarks/parse_floor.py INPUT`, then for each tree
-`python -c "from opscan.cli import main; ..." lint --no-cache --exit-zero INPUT`
-with PYTHONPATH naming that tree (`after` is this checkout). Inputs: `one` is
+Each round runs, in turn, `benchmarks/parse_floor.py INPUT` and
+`benchmarks/walk_floor.py INPUT` (the parse floor plus a do-nothing visit of
+every node), then for each tree
+`python -c "from opscan import cli; ..." lint --no-cache --exit-zero INPUT`
+with PYTHONPATH naming that tree (`after` is this checkout): the tree's
+console entry `cli.entry()` where it has one (what the `opscan` command runs,
+without the `import re` of pip's script template), else `sys.exit(cli.main())`. Inputs: `one` is
 benchmarks/data/train_1000.py, `scripts` benchmarks/data/scripts (200 files),
 `torch` the copy of torch's source that bench_torch_tree.py makes
 (benchmarks/data/torch-tree, linted as `torch` from its root). `.pyc` files are
@@ -36,7 +40,11 @@ INPUTS = {
     "scripts": (DATA, "scripts"),
     "torch": (os.path.join(DATA, "torch-tree"), "torch"),
 }
-LINT = ["-c", "from opscan.cli import main; import sys; sys.exit(main())", "lint", "--no-cache", "--exit-zero"]
+LINT = [
+    "-c",
+    "import sys; from opscan import cli; cli.entry() if hasattr(cli, 'entry') else sys.exit(cli.main())",
+    "lint", "--no-cache", "--exit-zero",
+]
 
 
 def _timed(cmd: list[str], cwd: str, env: dict) -> tuple[float, float]:
@@ -70,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.exists(os.path.join(cwd, target)):
             print(f"{name}: {os.path.join(cwd, target)} is missing (torch: run benchmarks/bench_torch_tree.py once)", file=sys.stderr)
             return 2
-        cmds = {"floor": ([sys.executable, os.path.join(HERE, "parse_floor.py"), target], env)}
+        cmds = {
+            "floor": ([sys.executable, os.path.join(HERE, "parse_floor.py"), target], env),
+            "walk floor": ([sys.executable, os.path.join(HERE, "walk_floor.py"), target], env),
+        }
         for label, tree in trees.items():
             cmds[label] = ([sys.executable, *LINT, target], dict(env, PYTHONPATH=tree))
         outputs = {}

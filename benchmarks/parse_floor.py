@@ -13,18 +13,21 @@ import os
 import sys
 
 
-def parse_all(paths):
+def parse_all(paths, then=None):
+    """Parse each file; `then(tree)` after each, if given (walk_floor.py's visit)."""
     for path in paths:
         with open(path, "rb") as fh:
             try:
-                ast.parse(fh.read())
+                tree = ast.parse(fh.read())
             except (SyntaxError, ValueError):  # a file this Python cannot parse (newer syntax): lint reports it, and goes on
-                pass
+                continue
+        if then is not None:
+            then(tree)
 
 
-def main(target):
+def main(target, then=None):
     if os.path.isfile(target):
-        parse_all([target])
+        parse_all([target], then)
         return
     paths = sorted(os.path.join(d, f) for d, _, files in os.walk(target) for f in files if f.endswith(".py"))
     workers = min(len(os.sched_getaffinity(0)), len(paths) // 2 or 1)
@@ -33,11 +36,11 @@ def main(target):
         pid = os.fork()
         if pid == 0:
             try:
-                parse_all(paths[i::workers])
+                parse_all(paths[i::workers], then)
             finally:
                 os._exit(0)
         children.append(pid)
-    parse_all(paths[0::workers])
+    parse_all(paths[0::workers], then)
     for pid in children:
         os.waitpid(pid, 0)
 
