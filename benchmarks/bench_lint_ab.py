@@ -5,7 +5,8 @@
 
 Each round runs, in turn, `benchmarks/parse_floor.py INPUT` and
 `benchmarks/walk_floor.py INPUT` (the parse floor plus a do-nothing visit of
-every node), then for each tree
+every node) and `benchmarks/facts_floor.py INPUT` (opscan's own per-file pass
+alone, from the `after` tree: no linking, rules or output), then for each tree
 `python -c "from opscan import cli; ..." lint --no-cache --exit-zero INPUT`
 with PYTHONPATH naming that tree (`after` is this checkout): the tree's
 console entry `cli.entry()` where it has one (what the `opscan` command runs,
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         cmds = {
             "floor": ([sys.executable, os.path.join(HERE, "parse_floor.py"), target], env),
             "walk floor": ([sys.executable, os.path.join(HERE, "walk_floor.py"), target], env),
+            # opscan's per-file pass alone (this checkout's): facts of every file, no linking or rules.
+            "facts only": ([sys.executable, os.path.join(HERE, "facts_floor.py"), target], dict(env, PYTHONPATH=os.path.abspath(args.after))),
         }
         for label, tree in trees.items():
             cmds[label] = ([sys.executable, *LINT, target], dict(env, PYTHONPATH=tree))

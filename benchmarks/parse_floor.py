@@ -25,9 +25,10 @@ def parse_all(paths, then=None):
             then(tree)
 
 
-def main(target, then=None):
+def main(target, work=parse_all):
+    """work(paths) over the input, a folder's files shared among forked processes, one per core."""
     if os.path.isfile(target):
-        parse_all([target], then)
+        work([target])
         return
     paths = sorted(os.path.join(d, f) for d, _, files in os.walk(target) for f in files if f.endswith(".py"))
     workers = min(len(os.sched_getaffinity(0)), len(paths) // 2 or 1)
@@ -36,11 +37,11 @@ def main(target, then=None):
         pid = os.fork()
         if pid == 0:
             try:
-                parse_all(paths[i::workers], then)
+                work(paths[i::workers])
             finally:
                 os._exit(0)
         children.append(pid)
-    parse_all(paths[0::workers], then)
+    work(paths[0::workers])
     for pid in children:
         os.waitpid(pid, 0)
 

@@ -40,4 +40,4 @@ def visit_all(tree) -> int:
 if __name__ == "__main__":
     import parse_floor  # beside this file: the same reading, parsing and sharing among processes
 
-    parse_floor.main(sys.argv[1], then=visit_all)
+    parse_floor.main(sys.argv[1], lambda paths: parse_floor.parse_all(paths, then=visit_all))
