@@ -201,7 +201,11 @@ def find_pyproject(paths: list[str]) -> Path | None:
     """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
     for folder in pyproject_folders(paths):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
+        try:
+            present = candidate.is_file()
+        except OSError as exc:  # a folder we may not look into (no search permission): its config is unknowable
+            raise ConfigError(f"cannot read {candidate}: {exc.strerror or exc}") from None
+        if present:
             if not _may_configure_opscan(candidate):
                 continue
             data = _read_toml(candidate)

@@ -335,6 +335,19 @@ def test_unreadable_folder_is_reported(folder, unreadable):
     assert re.search(r"warning: skipped \S*locked: Permission denied", err), err
 
 
+def test_a_folder_whose_config_cannot_be_looked_at_is_an_error(folder, unreadable):
+    """`opscan lint locked/` on a folder without search permission: its pyproject.toml is unknowable."""
+    (folder / "locked").mkdir()
+    (folder / "locked" / "train.py").write_bytes(SEEDS)
+    (folder / "locked").chmod(0)
+    try:
+        proc = opscan("lint", "--no-cache", "locked", cwd=folder, preexec_fn=unreadable)
+    finally:
+        (folder / "locked").chmod(0o755)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert re.fullmatch(r"opscan: error: cannot read \S*locked/pyproject.toml: Permission denied\n", proc.stderr), proc.stderr
+
+
 def test_fifo_does_not_hang(folder):
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs on this platform")
