@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from opscan.commands.common import EXIT_ERROR, add_output_arguments, check_output_path, device_problem, emit, error, needs_torch
+from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, needs_torch, output_problem
 from opscan.commands.scan import add_target_arguments, load_targets, positive, target_paths
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from opscan.config import ConfigError
     from opscan.trace.runner import TargetError
 
-    problem = check_output_path(args.output_file)  # before the timing, not after
+    problem = output_problem(args)  # before the timing, not after
     if problem:
         return error(problem)
     try:

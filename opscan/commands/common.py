@@ -29,7 +29,20 @@ def check_output_path(path: str | None) -> str | None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         return f"cannot write {path}: no folder {folder}"
+    if not os.access(folder, os.W_OK):  # the report is written beside it, atomically: the folder must take a new file
+        return f"cannot write {path}: the folder {folder} is not writable"
     return None
+
+
+def output_problem(args: argparse.Namespace) -> str | None:
+    """check_output_path(args.output_file), and the path made absolute for the rest of the run.
+
+    A `--run` script may change the working folder; the report still goes where the user said.
+    """
+    problem = check_output_path(args.output_file)
+    if problem is None and args.output_file not in (None, "-"):
+        args.output_file = os.path.abspath(args.output_file)
+    return problem
 
 
 def device_problem(exc: Exception, flag: str | None, settings) -> str:

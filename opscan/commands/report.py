@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, add_output_arguments, check_output_path, emit, error
+from opscan.commands.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, add_output_arguments, emit, error, output_problem
 from opscan.commands.scan import positive
 
 DEFAULT_STATE = ".opscan_cache/sweep-state.jsonl"
@@ -94,7 +94,7 @@ def _progress(what: str, deadline: float | None = None):
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    problem = _check(args) or check_output_path(args.output_file)  # before measuring, not after
+    problem = _check(args) or output_problem(args)  # before measuring, not after
     if problem:
         return error(problem)
     from opscan.report import build, diff, matrix

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, add_output_arguments, check_output_path, device_problem, emit, error, needs_torch
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, device_problem, emit, error, needs_torch, output_problem
 
 PARTIAL_SCAN = (
     "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.strict and not args.probe:
         return error("--strict goes with --probe (a plain scan is always strict)")
-    problem = check_output_path(args.output_file)  # before the model runs, not after
+    problem = output_problem(args)  # before the model runs, not after
     if problem:
         return error(problem)
     try:

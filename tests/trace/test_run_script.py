@@ -107,3 +107,18 @@ def test_run_restores_argv_and_path(capsys):
     argv, path = list(sys.argv), list(sys.path)
     scan(capsys, *CPU, "--run", "train_loop.py", "--epochs", "1")
     assert sys.argv == argv and sys.path == path
+
+
+@needs_torch
+def test_output_file_stays_where_it_was_named_when_the_script_changes_folder(tmp_path):
+    """-o is relative to where opscan was started, whatever folder the --run script moves to."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import os\nimport torch\n\nos.chdir('elsewhere')\n"
+        "model = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(torch.randn(2, 3)).sum().backward()\nopt.step()\n"
+    )
+    proc = opscan("scan", *CPU, "--output-format", "json", "-o", "scan.json", "--run", "train.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "scan.json").read_text())["findings"] == []
+    assert not (tmp_path / "elsewhere" / "scan.json").exists()

@@ -1,0 +1,56 @@
+"""`-o` into a folder that cannot take the report is refused before any work, by every command that runs long."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lint.test_bad_input import _without_read_permission
+from tests.util import needs_torch, subprocess_env
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = "import pathlib\nimport torch\n\npathlib.Path('RAN').write_text('')\n"
+
+
+@pytest.fixture
+def read_only(tmp_path: Path):
+    """(preexec_fn, folder): a folder that a child process run with preexec_fn cannot write into."""
+    preexec, reason = _without_read_permission()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    probe = subprocess.run([sys.executable, "-c", f"open({str(folder / 'x')!r}, 'w')"], preexec_fn=preexec, capture_output=True)
+    if probe.returncode == 0:
+        folder.chmod(0o755)
+        pytest.skip("file modes do not restrict this user here")
+    yield preexec, folder
+    folder.chmod(0o755)
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("scan", "--device", "cpu"),
+        ("bench", "--device", "cpu"),
+        ("diff", "--device", "cpu"),
+    ],
+    ids=lambda c: c[0],
+)
+def test_a_folder_that_cannot_be_written_is_refused_before_the_run(tmp_path, read_only, command):
+    preexec, folder = read_only
+    (tmp_path / "train.py").write_text(SCRIPT)
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "opscan", *command, "-o", "ro/report.json", "--run", "train.py"], cwd=tmp_path, env=env, preexec_fn=preexec, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == f"opscan: error: cannot write ro/report.json: the folder {folder} is not writable\n"
+    assert not (tmp_path / "RAN").exists()  # the script never ran
+    assert list(folder.iterdir()) == []
