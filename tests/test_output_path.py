@@ -54,3 +54,16 @@ def test_a_folder_that_cannot_be_written_is_refused_before_the_run(tmp_path, rea
     assert proc.stderr == f"opscan: error: cannot write ro/report.json: the folder {folder} is not writable\n"
     assert not (tmp_path / "RAN").exists()  # the script never ran
     assert list(folder.iterdir()) == []
+
+
+@needs_torch
+def test_a_sweep_state_that_cannot_be_written_is_one_error(tmp_path, read_only):
+    preexec, folder = read_only
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "opscan", "report", "--sweep", "--device", "cpu", "--ops", "put*", "--state", "ro/state.jsonl"],
+        cwd=tmp_path, env=env, preexec_fn=preexec, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "opscan: error: cannot write the state file ro/state.jsonl: Permission denied\n"

@@ -468,8 +468,11 @@ def read_state(path: str, header: dict) -> tuple[dict[str, dict], set[str], floa
 class _State:
     def __init__(self, path: str, header: dict, fresh: bool):
         directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        try:
+            os.makedirs(directory, exist_ok=True)
+            self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        except OSError as exc:  # a read-only folder, a folder where the file should be, ...
+            raise SweepStateError(f"cannot write the state file {path}: {exc.strerror or exc}") from None
         if fresh:
             self.write(header)
 
@@ -518,8 +521,9 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
     """Run every selected case not already in the state file, until `deadline` (time.monotonic())."""
     header = _header(env, runs, samples)
     done, crashed, seconds = read_state(state_path, header)
-    selected = cases(device, samples=samples, patterns=patterns)
+    # Opened before the cases are built (torch's OpInfo database, seconds): a state file that cannot be written is told at once.
     state = _State(state_path, header, fresh=not os.path.exists(state_path) or os.path.getsize(state_path) == 0)
+    selected = cases(device, samples=samples, patterns=patterns)
     torch_version = torch.__version__
     tried, stopped, broken, running = 0, "", "", None
     try:
