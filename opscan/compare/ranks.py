@@ -12,6 +12,7 @@ whose gradients differ is named, at its line. Reads JSON only; no torch.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 
@@ -63,6 +64,13 @@ def compare_ranks(paths: list[str]) -> Report:
     if len(paths) < 2:
         report.errors.append(Problem("--ranks needs the records of at least two ranks"))
         return report
+    seen: dict[str, str] = {}
+    for path in paths:
+        key = os.path.realpath(path)
+        if key in seen:  # a record compared with itself says nothing about the replicas
+            report.errors.append(Problem(f"{path} is given twice (as {seen[key]}); give each rank's record once"))
+            return report
+        seen[key] = path
     records: list[Record] = []
     try:
         for path in paths:
@@ -79,6 +87,10 @@ def compare_ranks(paths: list[str]) -> Report:
         report.errors.append(Problem(f"the records use different fingerprint schemes ({', '.join(sorted(schemes))}); record every rank with the same opscan"))
         return report
     ranks = [_rank_of(r, i) for i, r in enumerate(records)]
+    if not any("rank" in r.header.env for r in records):
+        report.notices.append(
+            "no record was made under torchrun (their headers name no rank): they are compared as if they were replicas of one run"
+        )
     if len(set(ranks)) != len(ranks):
         ranks = list(range(len(records)))
         report.notices.append("the records do not name distinct ranks; numbered them in the order given")

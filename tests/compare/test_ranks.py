@@ -93,6 +93,21 @@ def test_fewer_steps_on_one_rank_and_bad_usage(tmp_path, capsys):
     assert "--ranks RECORD" in capsys.readouterr().err
 
 
+def test_a_record_given_twice_is_an_error(tmp_path):
+    paths = _records(tmp_path, 2)
+    report = compare_ranks([paths[0], paths[1], paths[0]])
+    assert report.exit_code() == 2 and not report.findings
+    assert [p.message for p in report.errors] == [f"{paths[0]} is given twice (as {paths[0]}); give each rank's record once"]
+
+
+def test_records_not_made_under_torchrun_are_compared_with_a_notice(tmp_path):
+    paths = _records(tmp_path, 2, env_rank=False)
+    report = compare_ranks(paths)
+    assert report.exit_code() == 0
+    assert "no record was made under torchrun (their headers name no rank)" in report.notices[0]
+    assert not any("torchrun" in n for n in compare_ranks(_records(tmp_path, 2)).notices)
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_split(n):
     assert split({r: "a" for r in range(n)}) == (list(range(n)), [], True)
