@@ -226,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
 
     # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
-    missing = [] if from_stdin else [p for p in args.paths if not os.path.lexists(p)]
+    missing = [] if from_stdin else [p for p in args.paths if _missing(p)]
     paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in missing]
     from opscan.findings import Problem, Report
 
@@ -341,6 +341,22 @@ def _run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- --show-settings and -v
+
+
+def _missing(path: str) -> bool:
+    """A named path that leads to no file: none there, or a symbolic link to nothing.
+
+    A link in a loop is skipped with a warning instead (engine.discover), as a broken link inside a folder is.
+    """
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ENOENT
+    except ValueError:  # an embedded null byte: no such file can exist
+        return True
+    return False
 
 
 def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argparse.Namespace) -> int:
@@ -463,13 +479,15 @@ def _add_noqa(report, missing: list[str], quiet: bool) -> int:
             print(f"opscan: error: {problem.message}", file=sys.stderr)
         for p in missing:
             print(f"opscan: error: no such file or directory: {p}", file=sys.stderr)
-    added, notices = add_noqa(report)
+    added, notices, errors = add_noqa(report)
     for notice in report.notices + notices:
         if notice.startswith("warning:"):
             print(notice, file=sys.stderr)
+    for message in errors:
+        print(f"opscan: error: {message}", file=sys.stderr)
     if added and not quiet:
         print(f"Added {added} noqa directive{'s' if added != 1 else ''}.", file=sys.stderr)
-    return 2 if report.errors or missing else 0
+    return 2 if report.errors or missing or errors else 0
 
 
 def _fixed_stdin(args, outcome, sources: dict[str, bytes], relint, report) -> int:

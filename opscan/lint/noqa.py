@@ -21,8 +21,11 @@ from opscan.lint.rules.det010 import NOQA
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")  # a line and its ending, split where Python splits lines
 
 
-def add_noqa(report: Report) -> tuple[int, list[str]]:
-    """Add the directives for `report`'s findings to their files; (directives added or extended, warnings)."""
+def add_noqa(report: Report) -> tuple[int, list[str], list[str]]:
+    """Add the directives for `report`'s findings to their files.
+
+    (directives added or extended, warnings for lines left alone, errors for files left alone).
+    """
     wanted: dict[str, dict[int, set[str]]] = {}
     shown: dict[str, str] = {}
     for f in report.findings:
@@ -31,17 +34,17 @@ def add_noqa(report: Report) -> tuple[int, list[str]]:
         path = f.source_path or f.path
         wanted.setdefault(path, {}).setdefault(f.line, set()).add(f.code)
         shown.setdefault(path, f.path)
-    added, notices = 0, []
+    added, notices, errors = 0, [], []
     for path in sorted(wanted, key=lambda p: shown[p]):
         try:
             count, skipped = _add_to_file(path, wanted[path])
         except (OSError, ChangedOnDiskError, SyntaxError, UnicodeError, LookupError) as exc:
             reason = "changed on disk since it was read" if isinstance(exc, ChangedOnDiskError) else getattr(exc, "strerror", None) or exc
-            notices.append(f"warning: no noqa added to {shown[path]}: {reason}")
+            errors.append(f"no noqa added to {shown[path]}: {reason}")  # the edit asked for was not made
             continue
         added += count
         notices += [f"warning: no noqa added at {shown[path]}:{line}: the line ends inside a string or goes on with a backslash" for line in skipped]
-    return added, notices
+    return added, notices, errors
 
 
 def with_noqa(text: str, lines: dict[int, set[str]]) -> tuple[str, int, list[int]]:

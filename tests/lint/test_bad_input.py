@@ -215,6 +215,16 @@ def test_symlink_loop_named_on_the_command_line(folder):
     assert "warning: skipped loop_b.py: symlink loop" in err
 
 
+def test_a_named_link_to_nothing_is_a_missing_path(folder):
+    os.symlink("gone.py", folder / "broken.py")
+    (folder / "good.py").write_bytes(SEEDS)
+    rc, findings, err = lint(folder, "broken.py", "good.py")
+    assert rc == 2 and "opscan: error: no such file or directory: broken.py" in err
+    assert codes(findings) == ["good.py:2:1 DET001", "good.py:2:1 DET002"]
+    rc, findings, err = lint(folder, ".")  # in a folder it is only skipped
+    assert rc == 1 and re.search(r"warning: skipped \S*broken.py: No such file or directory", err), err
+
+
 def test_symlink_loop_alone_exits_clean_with_a_warning(folder):
     os.symlink("self.py", folder / "self.py")
     rc, findings, err = lint(folder, "self.py")

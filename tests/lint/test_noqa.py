@@ -169,6 +169,22 @@ def test_add_noqa_writes_atomically_and_refuses_a_file_changed_meanwhile(tmp_pat
     assert not [p for p in folder.iterdir() if p.name.startswith(".") or p.suffix == ".tmp"]
 
 
+def test_add_noqa_that_cannot_write_a_file_is_an_error(tmp_path, capsys, monkeypatch):
+    from opscan.lint import noqa
+
+    folder = _project(tmp_path, "add.py")
+    before = (folder / "add.py").read_bytes()
+
+    def read_only(path, data, expect=None):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(noqa, "atomic_write_bytes", read_only)
+    rc, out, err = _lint(folder, capsys, "--add-noqa", "add.py")
+    assert rc == 2 and out == ""
+    assert "opscan: error: no noqa added to add.py: Permission denied" in err and "Added" not in err
+    assert (folder / "add.py").read_bytes() == before
+
+
 def test_add_noqa_refuses_stdin_and_fix(tmp_path, capsys):
     folder = _project(tmp_path, "add.py")
     assert _lint(folder, capsys, "--add-noqa", "-")[0] == 2
