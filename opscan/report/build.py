@@ -136,6 +136,8 @@ def sweep_report(*, device: str, runs: int, samples: int, patterns, state_path: 
         result = sweep.sweep(load(), device=where, env=env, state_path=state_path, deadline=deadline, runs=runs, samples=samples, patterns=patterns, progress=progress)
     except sweep.SweepStateError as exc:
         raise ReportError(str(exc)) from None
+    if patterns and result.total == 0:  # a typo in --ops: "complete: 0 cases" would read as a clean sweep
+        raise ReportError(f"--ops {','.join(patterns)} matches no op of the sweep on {where}")
     if result.complete:
         status = f"complete: {result.total} cases"
     else:

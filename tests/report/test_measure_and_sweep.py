@@ -91,6 +91,12 @@ def test_sweep_runs_the_selected_ops_and_resumes(tmp_path):
     assert again["env"]["sweep_tried_now"] == 0 and ops_rows(again) == rows, "a resumed sweep reruns nothing"
 
 
+def test_ops_that_match_nothing_are_an_error(tmp_path):
+    rc, out, err = opscan_report("--sweep", "--device", "cpu", "--ops", "nomatch_zzz", "--state", str(tmp_path / "state.jsonl"))
+    assert rc == 2 and out == ""
+    assert err.splitlines()[-1] == "opscan: error: --ops nomatch_zzz matches no op of the sweep on cpu"
+
+
 def test_sweep_stops_at_its_time_limit_and_says_so(tmp_path):
     state = tmp_path / "state.jsonl"
     rc, out, err = _sweep(state, "--time-limit", "0.01")
