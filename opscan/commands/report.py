@@ -45,6 +45,14 @@ def torch_release(text: str) -> str:
     return text.strip()
 
 
+def runs_count(text: str) -> int:
+    """argparse type: runs whose bits are compared, so at least two."""
+    value = positive(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is too few: nondeterminism shows only between at least 2 runs")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--torch-version", type=torch_release, metavar="X.Y",
@@ -55,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--device", default="auto",
         help="where to measure: auto (cuda if there is a GPU, else cpu), cuda, cuda:N, cpu, or none (the rules only)",
     )  # fmt: skip
-    parser.add_argument("--runs", type=positive, default=5, metavar="N", help="runs per mode whose bits are compared (default 5)")
+    parser.add_argument("--runs", type=runs_count, default=5, metavar="N", help="runs per mode whose bits are compared (default 5)")
     parser.add_argument("--sweep", action="store_true", help="measure torch's OpInfo and ModuleInfo samples and some torchvision ops instead of the rules")
     parser.add_argument(
         "--time-limit", type=seconds, metavar="SECONDS",
