@@ -136,7 +136,7 @@ def entry() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BrokenPipeError:  # the reader has gone, as main() treats it
+        except OSError:  # the reader has gone (as main() treats it), a full disk: what was printed is not all there
             code = EXIT_ERROR
         except (AttributeError, ValueError):  # no such stream, or closed
             pass
