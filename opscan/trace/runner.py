@@ -10,6 +10,9 @@ imported or printed.
     outcome = run(target, device="cuda", steps=2, train=True, modes=lambda model: [Trace(roots=(model,))])
     outcome.problem   # a Problem if the target would not load or its code raised, else None
 
+A failure of opscan's own code inside the run (a mode's set-up, a step
+callback) is said to be opscan's, with its whole traceback, never the target's.
+
 Whatever happens, the determinism and cuDNN flags, the RNG states, `sys.argv`
 and `sys.path` are as before when `run()` returns.
 """
@@ -58,6 +61,50 @@ class _Stop(BaseException):
 
     A BaseException, so that a script's `except Exception` does not swallow it.
     """
+
+
+class OpscanFailure(BaseException):
+    """opscan's own code (a mode, a step callback) raised while the target ran: opscan's failure, not the target's.
+
+    A BaseException, like `_Stop`: it passes a script's `except Exception` and the
+    runner's handlers of the target's own errors.
+    """
+
+    def __init__(self, original: BaseException, during: str):
+        super().__init__(f"{during}: {type(original).__name__}: {original}")
+        self.original = original
+        self.during = during
+
+
+def _ours(during: str, fn: Callable, *args):
+    """Call opscan's own `fn` from inside the run: what it raises becomes an `OpscanFailure`, never the target's error."""
+    try:
+        return fn(*args)
+    except (_Stop, OpscanFailure):
+        raise
+    except Exception as exc:
+        if "CUDA error" in str(exc):
+            raise  # a kernel's failure is reported at the next synchronisation, which may be opscan's: maybe the target's
+        raise OpscanFailure(exc, during) from exc
+
+
+def _internal_problem(exc: OpscanFailure, target: Target) -> Problem:
+    """The Problem for opscan's own failure: named as such, with the whole traceback (opscan's frames are the point)."""
+    import traceback
+
+    original = exc.original
+    return Problem(
+        f"opscan failed {exc.during} while running {target.name} (a bug in opscan, not in the target; please report it): "
+        f"{type(original).__name__}: {original}",
+        target.name,
+        "".join(traceback.format_exception(type(original), original, original.__traceback__)),
+    )
+
+
+def _enter_modes(stack: contextlib.ExitStack, modes: ModeFactory, model) -> None:
+    """Enter the modes `modes(model)` gives; a failure there is opscan's."""
+    for mode in _ours("setting up its modes", modes, model):
+        _ours("entering its modes", stack.enter_context, mode)
 
 
 ModeFactory = Callable[[object], Iterable[contextlib.AbstractContextManager]]
@@ -110,6 +157,8 @@ def run(
                     _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step, workload)
             finally:
                 first_step()
+    except OpscanFailure as exc:
+        outcome.problem = _internal_problem(exc, target)
     except TargetError as exc:
         outcome.problem = Problem(str(exc), target.name)
     except loaders.UserCodeError as exc:
@@ -150,8 +199,7 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
         raise TargetError(f"{target.name}: the model has no parameters to train, so there is no optimizer step to take")
     optimizer = torch.optim.SGD(workload.model.parameters(), lr=0.01, momentum=0.9) if train else None
     with contextlib.ExitStack() as stack:
-        for mode in modes(workload.model):
-            stack.enter_context(mode)
+        _enter_modes(stack, modes, workload.model)
         for step in range(steps):
             first_step()
             if optimizer is not None:
@@ -163,7 +211,7 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
                 optimizer.step()
             outcome.steps = step + 1
             if on_step is not None:
-                on_step(step)
+                _ours(f"at the end of step {step}", on_step, step)
 
 
 def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
@@ -183,7 +231,7 @@ def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
     def after_step(optimizer, args, kwargs):
         outcome.steps += 1
         if on_step is not None:
-            on_step(outcome.steps - 1)
+            _ours(f"at the end of step {outcome.steps - 1}", on_step, outcome.steps - 1)
         if outcome.steps >= steps:
             raise _Stop()
 
@@ -193,8 +241,7 @@ def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
     handles = [register_optimizer_step_pre_hook(before_step), register_optimizer_step_post_hook(after_step)]
     try:
         with contextlib.ExitStack() as stack:
-            for mode in modes(None):
-                stack.enter_context(mode)
+            _enter_modes(stack, modes, None)
             runpy.run_path(path, run_name="__main__")
     except _Stop:
         outcome.stopped = True

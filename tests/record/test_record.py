@@ -399,3 +399,37 @@ def test_an_op_in_an_end_of_backward_callback_is_a_backward_op(tmp_path):
     recorder.finish(complete=True)
     muls = [op for op in read(path)["ops"] if op["op"] == "aten.mul_.Tensor"]
     assert [op["phase"] for op in muls] == ["backward", "forward"]
+
+
+SWALLOWING_SCRIPT = """
+import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    try:
+        opt.zero_grad()
+        model(torch.randn(3, 4)).sum().backward()
+        opt.step()
+    except Exception:  # a script that carries on past any error
+        pass
+"""
+
+
+@pytest.mark.parametrize("target", ["models.py:build_clean", "--run swallow.py"])
+def test_a_failure_of_opscans_own_step_work_is_opscans_not_the_targets(capsys, tmp_path, monkeypatch, target):
+    import opscan.trace.record as record_module
+
+    def failing(self, params):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(record_module.Recorder, "_param_blocks", failing)
+    (tmp_path / "swallow.py").write_text(SWALLOWING_SCRIPT)
+    args = ["--run", str(tmp_path / "swallow.py")] if target.startswith("--run") else [target]
+    rc, _, err = record(capsys, *CPU, "-o", str(tmp_path / "r.jsonl"), *args)
+    assert rc == 2
+    name = args[-1]
+    assert f"opscan: error: opscan failed at the end of step 0 while running {name} (a bug in opscan" in err, err
+    assert "RuntimeError: planted" in err and f"{name} raised" not in err
+    assert "in _end_step" in err  # the whole traceback: opscan's own frames are what a report needs
