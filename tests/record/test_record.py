@@ -433,3 +433,40 @@ def test_a_failure_of_opscans_own_step_work_is_opscans_not_the_targets(capsys, t
     assert f"opscan: error: opscan failed at the end of step 0 while running {name} (a bug in opscan" in err, err
     assert "RuntimeError: planted" in err and f"{name} raised" not in err
     assert "in _end_step" in err  # the whole traceback: opscan's own frames are what a report needs
+
+
+# What pip writes for `[project.scripts] opscan = "opscan.cli:entry"`: a file outside the package.
+LAUNCHER = """# -*- coding: utf-8 -*-
+import re
+import sys
+from opscan.cli import entry
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(entry())
+"""
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("target", ["models.py:build_clean", "--run train.py"])
+def test_the_console_script_is_never_the_users_line(tmp_path, target, engine):
+    # The ops opscan runs itself (the runner's optimizer step) were credited to the launcher's `sys.exit(entry())`.
+    import subprocess
+    import sys
+
+    from tests.record.helpers import env
+
+    if engine == "native":
+        from opscan.trace import native
+
+        if native.load(cuda=False) is None:
+            pytest.skip(f"the native engine could not be built here: {native.why_not(False)}")
+    launcher = tmp_path / "bin" / "opscan"
+    launcher.parent.mkdir()
+    launcher.write_text(LAUNCHER)
+    path = tmp_path / "r.jsonl"
+    argv = [sys.executable, str(launcher), "record", "--steps", "2", *CPU, "--engine", engine, "-o", str(path), *target.split()]
+    done = subprocess.run(argv, cwd=FIXTURES, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    files = {op["file"] for op in read(path)["ops"]}
+    assert not any(f and "bin" in f.split("/") for f in files), files
+    assert files >= {"models.py" if target.startswith("models") else "train.py"}
