@@ -35,7 +35,7 @@ The per-op path, in order (`RecordMode.__torch_dispatch__`):
 Global state: the recorder restores what it touches (grad mode around its
 own work, the optimizer hooks, the dispatch mode stack, the flags it sets,
 the environment variable `record()` sets); the runner also restores the
-flags and the RNG states.
+flags, the default dtype, the environment, the working directory and the RNG states.
 """
 
 from __future__ import annotations

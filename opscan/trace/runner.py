@@ -13,8 +13,10 @@ imported or printed.
 A failure of opscan's own code inside the run (a mode's set-up, a step
 callback) is said to be opscan's, with its whole traceback, never the target's.
 
-Whatever happens, the determinism and cuDNN flags, the RNG states, `sys.argv`
-and `sys.path` are as before when `run()` returns.
+Whatever happens, the determinism and cuDNN flags, the default dtype, the
+environment variables, the working directory, the RNG states, `sys.argv` and
+`sys.path` are as before when `run()` returns (`Outcome.environ` keeps the
+environment the target trained with).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
     problem: Problem | None = None
     flags: object = None  # TorchFlags as they stood at the first step (or the end, with no step)
+    environ: dict | None = None  # os.environ then: run() puts back the one from before
     benchmark_site: tuple | None = None  # (path, line) where cudnn.benchmark was last set to True, if seen
 
 
@@ -136,10 +139,10 @@ def run(
     import torch
 
     from opscan.trace import targets as loaders
-    from opscan.trace.state import BenchmarkWatch, RngState, TorchFlags
+    from opscan.trace.state import BenchmarkWatch, ProcessState, RngState, TorchFlags
 
     outcome = Outcome(target)
-    saved_flags, saved_rng = TorchFlags.capture(), RngState.capture()
+    saved_state, saved_rng = ProcessState.capture(), RngState.capture()
     try:
         with loaders.stdout_to_stderr(), BenchmarkWatch() as watch:
             if seed is not None:
@@ -148,6 +151,7 @@ def run(
                 # What training runs with: the flags, and who set the autotuner, as the first step starts.
                 if outcome.flags is None:
                     outcome.flags = TorchFlags.capture()
+                    outcome.environ = dict(os.environ)
                     outcome.benchmark_site = watch.site
 
             try:
@@ -175,7 +179,7 @@ def run(
             f"{target.name} raised: {type(exc).__name__}: {exc}", target.name, loaders.format_user_traceback(exc)
         )
     finally:
-        saved_flags.restore()
+        saved_state.restore()
         saved_rng.restore()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
