@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from opscan.findings import Problem
-from opscan.trace.spec import Target, TargetError, parse_target, script_target  # noqa: F401 - re-exported
+from opscan.trace.spec import Target, TargetError, parse_target, script_target, seed_problem  # noqa: F401 - re-exported
 
 def resolve_device(requested: str) -> str:
     """'auto' -> cuda if there is a GPU, else cpu; otherwise check that the device exists."""
@@ -141,6 +141,8 @@ def run(
     from opscan.trace import targets as loaders
     from opscan.trace.state import BenchmarkWatch, ProcessState, RngState, TorchFlags
 
+    if seed is not None and seed_problem(seed):
+        raise ValueError(f"seed {seed_problem(seed)}")
     outcome = Outcome(target)
     saved_state, saved_rng = ProcessState.capture(), RngState.capture()
     try:
