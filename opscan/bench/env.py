@@ -36,7 +36,7 @@ def prepare_cublas(torch_version: str, cuda_started: bool) -> str | None:
     Returns "environment" if it was already set, "opscan" if set here, None if
     not needed (torch 2.10 and later) or too late (CUDA already started: the
     deterministic variants then meet the cuBLAS alert and report it).
-    The variable stays set for the rest of the process, as cuBLAS reads it once.
+    The variable stays set until the bench ends (bench() puts the environment back): cuBLAS reads it once.
     """
     if os.environ.get(CUBLAS_VAR) is not None:
         return "environment"

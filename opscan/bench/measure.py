@@ -148,23 +148,26 @@ def bench(
 
     from opscan.bench import env as bench_env
     from opscan.trace.codes import RULES
+    from opscan.trace.state import ProcessState
 
-    cublas_set_by = bench_env.prepare_cublas(torch.__version__, torch.cuda.is_initialized())
-    variants = variants_for(precisions)
-    notices: list[str] = []
-    errors: list[Problem] = []
-    with _on_device(device):
-        blocked, failed = _check_all(target, precisions, device=device, input_shape=input_shape, seed=seed, notices=notices, errors=errors)
-        runnable = [v for v in variants if v.precision not in failed and not (v.deterministic and v.precision in blocked)]
-        driver = _time(
-            target, runnable, device=device, rounds=rounds, warmup=warmup, profile_steps=profile_steps,
-            input_shape=input_shape, seed=seed, notices=notices, errors=errors,
-        )  # fmt: skip
-        try:
-            env = bench_env.collect(device, cublas_set_by=cublas_set_by)
-        except Exception as exc:  # noqa: BLE001 - a broken CUDA context must not cost the timings
-            errors.append(Problem(f"could not read the environment: {exc}"))
-            env = {}
+    # Put back once measured: the CUBLAS_WORKSPACE_CONFIG set here (cuBLAS has read it by then) and what the runs changed.
+    with ProcessState.capture():
+        cublas_set_by = bench_env.prepare_cublas(torch.__version__, torch.cuda.is_initialized())
+        variants = variants_for(precisions)
+        notices: list[str] = []
+        errors: list[Problem] = []
+        with _on_device(device):
+            blocked, failed = _check_all(target, precisions, device=device, input_shape=input_shape, seed=seed, notices=notices, errors=errors)
+            runnable = [v for v in variants if v.precision not in failed and not (v.deterministic and v.precision in blocked)]
+            driver = _time(
+                target, runnable, device=device, rounds=rounds, warmup=warmup, profile_steps=profile_steps,
+                input_shape=input_shape, seed=seed, notices=notices, errors=errors,
+            )  # fmt: skip
+            try:
+                env = bench_env.collect(device, cublas_set_by=cublas_set_by)
+            except Exception as exc:  # noqa: BLE001 - a broken CUDA context must not cost the timings
+                errors.append(Problem(f"could not read the environment: {exc}"))
+                env = {}
 
     measured = driver.measurement()
     by_variant = {r.variant: r for r in measured.runs}

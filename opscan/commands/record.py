@@ -17,10 +17,24 @@ SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled he
 ENGINES = ("auto", "native", "python")  # opscan.trace.native.ENGINES, likewise
 
 
+def seed(text: str) -> int:
+    """argparse type: a seed torch.manual_seed takes, refused here rather than in the run (blamed on the target)."""
+    from opscan.trace.spec import seed_problem
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    problem = seed_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def add_record_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that decide how a run is recorded, shared by `record` and `diff`."""
     parser.add_argument(
-        "--seed", type=int, default=None, metavar="N",
+        "--seed", type=seed, default=None, metavar="N",
         help="seed torch, random and numpy before building the model (default 0 for a model target; "
         "a --run script seeds itself, and is seeded only if --seed is given)",
     )  # fmt: skip

@@ -114,8 +114,11 @@ def rules_report(*, torch_version: str | None, device: str = "auto", runs: int =
             "no CUDA GPU: the CPU reproducers ran here (put_, max_unpool and any other that alerts on the CPU); "
             f"every CUDA row is {matrix.FROM_RULES}"
         )
-    rows, more = measure.measure_rules(db, devices=devices, runs=runs, progress=progress)
-    env = measure.environment(where, runs=runs, scope=matrix.SCOPE_RULES)
+    from opscan.trace.state import ProcessState
+
+    with ProcessState.capture():  # the reproducers' flags and dtypes, and the CUBLAS_WORKSPACE_CONFIG measure_rules sets
+        rows, more = measure.measure_rules(db, devices=devices, runs=runs, progress=progress)
+        env = measure.environment(where, runs=runs, scope=matrix.SCOPE_RULES)  # with the variable as it was measured
     title = f"Ops on torch {env['torch']}, {env['gpu'] or 'CPU'}"
     return matrix.make_report(rows, env, title=title, notices=notices + more, note=NOTE)
 
@@ -132,8 +135,11 @@ def sweep_report(*, device: str, runs: int, samples: int, patterns, state_path: 
     where = _device(device)
     notices = [] if where.startswith("cuda") else ["no CUDA GPU: swept on the CPU, where almost every op is deterministic"]
     env = measure.environment(where, runs=runs, scope=matrix.SCOPE_SWEEP)
+    from opscan.trace.state import ProcessState
+
     try:
-        result = sweep.sweep(load(), device=where, env=env, state_path=state_path, deadline=deadline, runs=runs, samples=samples, patterns=patterns, progress=progress)
+        with ProcessState.capture():  # what torch's OpInfo samples change (the default dtype, flags)
+            result = sweep.sweep(load(), device=where, env=env, state_path=state_path, deadline=deadline, runs=runs, samples=samples, patterns=patterns, progress=progress)
     except sweep.SweepStateError as exc:
         raise ReportError(str(exc)) from None
     if patterns and result.total == 0:  # a typo in --ops: "complete: 0 cases" would read as a clean sweep

@@ -35,7 +35,7 @@ The per-op path, in order (`RecordMode.__torch_dispatch__`):
 Global state: the recorder restores what it touches (grad mode around its
 own work, the optimizer hooks, the dispatch mode stack, the flags it sets,
 the environment variable `record()` sets); the runner also restores the
-flags and the RNG states.
+flags, the default dtype, the environment, the working directory and the RNG states.
 """
 
 from __future__ import annotations
@@ -806,6 +806,8 @@ class Recorder:
         n = t.numel()
         flat = t.detach().reshape(-1)
         view = flat[:: -(-n // SAMPLE)] if n else flat
+        if view.is_complex():
+            view = view.real  # what .float() would keep, without the warning it gives the user for dropping the rest
         if view.dtype != torch.float32:
             return view.float()
         if t.is_contiguous():
@@ -874,11 +876,21 @@ def _norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     out = []
     for t in tensors:
         if t.dtype in FLOATS or t.is_complex():
-            out.append(torch.linalg.vector_norm(t, dtype=torch.float32 if not t.is_complex() else None).float())
+            out.append(torch.linalg.vector_norm(t, dtype=_norm_dtype(t.dtype)).float())
         else:
-            zero = torch.full((), float("nan"), device=t.device) if zero is None else zero
+            # float32 explicitly: under a script's set_default_dtype(float64) the block's float32 slots would refuse it.
+            zero = torch.full((), float("nan"), dtype=torch.float32, device=t.device) if zero is None else zero
             out.append(zero)
     return out
+
+
+def _norm_dtype(dtype: torch.dtype) -> torch.dtype | None:
+    """vector_norm's `dtype=` for a tensor of `dtype`: float32 accumulation where that is no narrowing, else its own.
+
+    vector_norm refuses a `dtype=` narrower than the input's (float64, complex128), and a
+    complex input's norm is real: those accumulate in their own precision.
+    """
+    return torch.float32 if dtype in (torch.float32, torch.float16, torch.bfloat16) else None
 
 
 def _written_tensors(info: OpInfo, args, kwargs):

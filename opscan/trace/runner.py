@@ -10,8 +10,13 @@ imported or printed.
     outcome = run(target, device="cuda", steps=2, train=True, modes=lambda model: [Trace(roots=(model,))])
     outcome.problem   # a Problem if the target would not load or its code raised, else None
 
-Whatever happens, the determinism and cuDNN flags, the RNG states, `sys.argv`
-and `sys.path` are as before when `run()` returns.
+A failure of opscan's own code inside the run (a mode's set-up, a step
+callback) is said to be opscan's, with its whole traceback, never the target's.
+
+Whatever happens, the determinism and cuDNN flags, the default dtype, the
+environment variables, the working directory, the RNG states, `sys.argv` and
+`sys.path` are as before when `run()` returns (`Outcome.environ` keeps the
+environment the target trained with).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from opscan.findings import Problem
-from opscan.trace.spec import Target, TargetError, parse_target, script_target  # noqa: F401 - re-exported
+from opscan.trace.spec import Target, TargetError, parse_target, script_target, seed_problem  # noqa: F401 - re-exported
 
 def resolve_device(requested: str) -> str:
     """'auto' -> cuda if there is a GPU, else cpu; otherwise check that the device exists."""
@@ -50,6 +55,7 @@ class Outcome:
     notices: list[str] = field(default_factory=list)
     problem: Problem | None = None
     flags: object = None  # TorchFlags as they stood at the first step (or the end, with no step)
+    environ: dict | None = None  # os.environ then: run() puts back the one from before
     benchmark_site: tuple | None = None  # (path, line) where cudnn.benchmark was last set to True, if seen
 
 
@@ -58,6 +64,50 @@ class _Stop(BaseException):
 
     A BaseException, so that a script's `except Exception` does not swallow it.
     """
+
+
+class OpscanFailure(BaseException):
+    """opscan's own code (a mode, a step callback) raised while the target ran: opscan's failure, not the target's.
+
+    A BaseException, like `_Stop`: it passes a script's `except Exception` and the
+    runner's handlers of the target's own errors.
+    """
+
+    def __init__(self, original: BaseException, during: str):
+        super().__init__(f"{during}: {type(original).__name__}: {original}")
+        self.original = original
+        self.during = during
+
+
+def _ours(during: str, fn: Callable, *args):
+    """Call opscan's own `fn` from inside the run: what it raises becomes an `OpscanFailure`, never the target's error."""
+    try:
+        return fn(*args)
+    except (_Stop, OpscanFailure):
+        raise
+    except Exception as exc:
+        if "CUDA error" in str(exc):
+            raise  # a kernel's failure is reported at the next synchronisation, which may be opscan's: maybe the target's
+        raise OpscanFailure(exc, during) from exc
+
+
+def _internal_problem(exc: OpscanFailure, target: Target) -> Problem:
+    """The Problem for opscan's own failure: named as such, with the whole traceback (opscan's frames are the point)."""
+    import traceback
+
+    original = exc.original
+    return Problem(
+        f"opscan failed {exc.during} while running {target.name} (a bug in opscan, not in the target; please report it): "
+        f"{type(original).__name__}: {original}",
+        target.name,
+        "".join(traceback.format_exception(type(original), original, original.__traceback__)),
+    )
+
+
+def _enter_modes(stack: contextlib.ExitStack, modes: ModeFactory, model) -> None:
+    """Enter the modes `modes(model)` gives; a failure there is opscan's."""
+    for mode in _ours("setting up its modes", modes, model):
+        _ours("entering its modes", stack.enter_context, mode)
 
 
 ModeFactory = Callable[[object], Iterable[contextlib.AbstractContextManager]]
@@ -89,10 +139,12 @@ def run(
     import torch
 
     from opscan.trace import targets as loaders
-    from opscan.trace.state import BenchmarkWatch, RngState, TorchFlags
+    from opscan.trace.state import BenchmarkWatch, ProcessState, RngState, TorchFlags
 
+    if seed is not None and seed_problem(seed):
+        raise ValueError(f"seed {seed_problem(seed)}")
     outcome = Outcome(target)
-    saved_flags, saved_rng = TorchFlags.capture(), RngState.capture()
+    saved_state, saved_rng = ProcessState.capture(), RngState.capture()
     try:
         with loaders.stdout_to_stderr(), BenchmarkWatch() as watch:
             if seed is not None:
@@ -101,6 +153,7 @@ def run(
                 # What training runs with: the flags, and who set the autotuner, as the first step starts.
                 if outcome.flags is None:
                     outcome.flags = TorchFlags.capture()
+                    outcome.environ = dict(os.environ)
                     outcome.benchmark_site = watch.site
 
             try:
@@ -110,6 +163,8 @@ def run(
                     _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step, workload)
             finally:
                 first_step()
+    except OpscanFailure as exc:
+        outcome.problem = _internal_problem(exc, target)
     except TargetError as exc:
         outcome.problem = Problem(str(exc), target.name)
     except loaders.UserCodeError as exc:
@@ -126,7 +181,7 @@ def run(
             f"{target.name} raised: {type(exc).__name__}: {exc}", target.name, loaders.format_user_traceback(exc)
         )
     finally:
-        saved_flags.restore()
+        saved_state.restore()
         saved_rng.restore()
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
@@ -150,8 +205,7 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
         raise TargetError(f"{target.name}: the model has no parameters to train, so there is no optimizer step to take")
     optimizer = torch.optim.SGD(workload.model.parameters(), lr=0.01, momentum=0.9) if train else None
     with contextlib.ExitStack() as stack:
-        for mode in modes(workload.model):
-            stack.enter_context(mode)
+        _enter_modes(stack, modes, workload.model)
         for step in range(steps):
             first_step()
             if optimizer is not None:
@@ -163,7 +217,7 @@ def _run_model(target, device, steps, train, input_shape, modes, on_step, outcom
                 optimizer.step()
             outcome.steps = step + 1
             if on_step is not None:
-                on_step(step)
+                _ours(f"at the end of step {step}", on_step, step)
 
 
 def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
@@ -183,7 +237,7 @@ def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
     def after_step(optimizer, args, kwargs):
         outcome.steps += 1
         if on_step is not None:
-            on_step(outcome.steps - 1)
+            _ours(f"at the end of step {outcome.steps - 1}", on_step, outcome.steps - 1)
         if outcome.steps >= steps:
             raise _Stop()
 
@@ -193,8 +247,7 @@ def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
     handles = [register_optimizer_step_pre_hook(before_step), register_optimizer_step_post_hook(after_step)]
     try:
         with contextlib.ExitStack() as stack:
-            for mode in modes(None):
-                stack.enter_context(mode)
+            _enter_modes(stack, modes, None)
             runpy.run_path(path, run_name="__main__")
     except _Stop:
         outcome.stopped = True

@@ -8,8 +8,6 @@ training script, `cudnn.benchmark` while it trained (DET105).
 
 from __future__ import annotations
 
-import os
-
 from opscan.findings import Finding, Problem, Report
 from opscan.trace.codes import BENCHMARK_CODE, CUBLAS_CODE, RULES
 
@@ -30,7 +28,7 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
     from opscan.trace.tracer import Trace, collect_env
 
     report = Report("scan", rules=RULES)
-    flags, cublas_alerted = None, False
+    flags, environ, cublas_alerted = None, None, False
     backends: list[str] = []
 
     def on_step(_step: int) -> None:
@@ -71,11 +69,12 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
             report.notices.extend(f"{target.name}: {n}" for n in prober.notices)
             report.errors.extend(Problem(message, target.name) for message in prober.errors)
         flags = outcome.flags or flags
+        environ = outcome.environ or environ  # the run put os.environ back; the report says what training ran with
         if is_script and outcome.flags is not None and outcome.flags.cudnn_benchmark:
             report.findings.append(_benchmark_finding(target.name, outcome.benchmark_site))
 
     try:
-        report.env = collect_env(device, flags, cublas_alerted)
+        report.env = collect_env(device, flags, cublas_alerted, environ)
     except Exception as exc:  # noqa: BLE001 - a broken CUDA context must not cost the findings
         report.errors.append(Problem(f"could not read the environment: {exc}"))
     else:
@@ -117,7 +116,7 @@ def _benchmark_finding(target: str, site) -> Finding:
 
 
 def _cublas_finding(env: dict) -> Finding:
-    value = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    value = env.get("cublas_workspace_config")
     shown = "unset" if value is None else repr(value)
     return Finding(
         code=CUBLAS_CODE,

@@ -126,10 +126,16 @@ def _classify(filename: str) -> bool:
     return path.startswith(stdlib)
 
 
+def _launcher(code) -> bool:
+    """Is `code` the launcher's, a frame that called the opscan command (opscan.cli.LAUNCHER_CODES)?"""
+    cli = sys.modules.get("opscan.cli")
+    return cli is not None and any(code is c for c in getattr(cli, "LAUNCHER_CODES", ()))
+
+
 def _kind(code) -> int:
     kind = _KIND.get(id(code))
     if kind is None:
-        kind = _INTERNAL_CODE if _classify(code.co_filename) else 0
+        kind = _INTERNAL_CODE if _classify(code.co_filename) or _launcher(code) else 0
         if code.co_name == "forward":
             kind |= _FORWARD_CODE
             if code.co_argcount and code.co_varnames[0] != "self":
@@ -140,7 +146,7 @@ def _kind(code) -> int:
 
 
 def is_internal(code) -> bool:
-    """True for code in torch, opscan or the standard library."""
+    """True for code in torch, opscan or the standard library, or the launcher that ran the opscan command."""
     return bool(_kind(code) & _INTERNAL_CODE)
 
 

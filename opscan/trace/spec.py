@@ -19,6 +19,17 @@ class TargetError(Exception):
 
 ZOOS = ("torchvision", "timm", "hf")
 
+# What torch.manual_seed takes (torch/csrc/Generator.cpp, unpack_uint64, 2.11 and 2.14): any
+# uint64, or an int64 whose negative values wrap modulo 2**64. Past that it raises OverflowError.
+SEED_MIN, SEED_MAX = -(2**63), 2**64 - 1
+
+
+def seed_problem(seed: int) -> str | None:
+    """Why torch.manual_seed would refuse `seed`, or None."""
+    if SEED_MIN <= seed <= SEED_MAX:
+        return None
+    return f"{seed} is out of range: torch.manual_seed takes -2**63 to 2**64-1"
+
 
 @dataclass(frozen=True)
 class Target:

@@ -1,5 +1,9 @@
 """Save, set and restore the torch global state a scan touches.
 
+`ProcessState` is what a run of the user's code may change in the process and
+every torch-side command puts back: torch's flags, its default dtype, the
+environment variables and the working directory.
+
 `StrictMode` turns on `torch.use_deterministic_algorithms(True)` (strict, not
 warn_only) and, while it is on, keeps user code from turning it off: calls to
 `torch.use_deterministic_algorithms` and `torch.set_deterministic_debug_mode`
@@ -9,6 +13,7 @@ exit every flag it saved is put back, even when the traced code raised.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -48,6 +53,51 @@ class TorchFlags:
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+class ProcessState:
+    """Context manager: the process state a run may change, captured on entry and put back on exit.
+
+    torch's determinism flags (TorchFlags), its default dtype, every environment
+    variable (those the run set are removed, those it changed or removed get
+    their value back) and the working directory (a script may os.chdir).
+    """
+
+    def __init__(self, flags: TorchFlags, dtype, environ: dict[str, str], cwd: str | None):
+        self.flags, self.dtype, self.environ, self.cwd = flags, dtype, environ, cwd
+
+    @classmethod
+    def capture(cls) -> ProcessState:
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the folder was removed under the process: nothing to go back to
+            cwd = None
+        return cls(TorchFlags.capture(), torch.get_default_dtype(), dict(os.environ), cwd)
+
+    def restore(self) -> None:
+        self.flags.restore()
+        torch.set_default_dtype(self.dtype)
+        restore_environ(self.environ)
+        if self.cwd is not None:
+            try:
+                os.chdir(self.cwd)
+            except OSError:  # removed since: stay where the run left the process
+                pass
+
+    def __enter__(self) -> ProcessState:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.restore()
+
+
+def restore_environ(saved: dict[str, str]) -> None:
+    """Make os.environ `saved` again, touching only the variables that differ (each change calls putenv)."""
+    for key in [k for k in os.environ if k not in saved]:
+        del os.environ[key]
+    for key, value in saved.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
 
 
 def _get_fill() -> bool | None:

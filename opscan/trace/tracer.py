@@ -367,10 +367,10 @@ class Trace:
         )
 
 
-def collect_env(device: str, flags: TorchFlags | None = None, cublas_alerted: bool = False) -> dict:
-    """The versions, device and flags a scan ran with, as flat values."""
+def collect_env(device: str, flags: TorchFlags | None = None, cublas_alerted: bool = False, environ=None) -> dict:
+    """The versions, device and flags a scan ran with, as flat values; `environ`: its variables (default os.environ)."""
     cuda = device.startswith("cuda")
-    config = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    config = (os.environ if environ is None else environ).get("CUBLAS_WORKSPACE_CONFIG")
     env = {
         "torch": torch.__version__,
         "cuda": torch.version.cuda,

@@ -86,6 +86,8 @@ def test_bad_input_to_diff(tmp_path):
     (tmp_path / "file").write_text("")
     proc = opscan("diff", "models.py:build_clean", *CPU, "--keep", str(tmp_path / "file"))
     assert proc.returncode == 2 and "not a directory" in proc.stderr
+    proc = opscan("diff", "models.py:build_clean", *CPU, "--seed", str(2**64))
+    assert proc.returncode == 2 and f"argument --seed: {2**64} is out of range" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_a_bad_device_is_one_error_before_anything_runs(tmp_path):

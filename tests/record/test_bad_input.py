@@ -22,6 +22,11 @@ def _no_files(folder, name="out.jsonl"):
         (("models.py:no_such_function",), "has no attribute 'no_such_function'"),
         (("models.py:build_clean", "--input-shape", "2,3"), "--input-shape applies to torchvision:"),
         (("models.py:build_clean", "--steps", "0"), "is not a positive integer"),
+        # torch.manual_seed's range, -2**63 to 2**64-1: past it torch raised, blamed on the builder.
+        (("models.py:build_clean", "--seed", "99999999999999999999999"), "--seed: 99999999999999999999999 is out of range"),
+        (("models.py:build_clean", "--seed", str(2**64)), f"--seed: {2**64} is out of range"),
+        (("models.py:build_clean", "--seed", str(-(2**63) - 1)), f"--seed: {-(2**63) - 1} is out of range"),
+        (("models.py:build_clean", "--seed", "1.5"), "--seed: '1.5' is not an integer"),
         (("models.py:build_clean", "--device", "tpu9"), "is not a device"),
         (("--run", "missing_script.py"), "missing_script.py: no such file"),
         (("not a target",), "is not a target"),
@@ -33,6 +38,15 @@ def test_bad_input_is_a_clear_error(tmp_path, args, message):
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert _no_files(tmp_path)
+
+
+@pytest.mark.parametrize("seed", [-1, -(2**63), 2**64 - 1])
+def test_every_seed_torch_takes_is_taken(capsys, tmp_path, seed):
+    from tests.record.helpers import read, record
+
+    rc, _, err = record(capsys, "models.py:build_clean", "--seed", str(seed), *CPU, "-o", str(tmp_path / "r.jsonl"))
+    assert rc == 0, err
+    assert read(tmp_path / "r.jsonl")["header"]["seed"] == seed
 
 
 def test_output_must_be_a_writable_file(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import struct
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,7 @@ torch = pytest.importorskip("torch")
 
 from opscan.trace.fingerprint import reference  # noqa: E402
 from opscan.trace.recordwriter import PHASES, PackedOps, Resolver  # noqa: E402
-from tests.record.helpers import CPU, line_of, opscan, read, record  # noqa: E402
+from tests.record.helpers import CPU, FIXTURES, line_of, opscan, read, record  # noqa: E402
 
 NATIVE = ("--engine", "native")
 
@@ -369,3 +370,42 @@ def test_check_workload_takes_the_engine(ext, tmp_path):
         assert read(tmp_path / engine / "a.jsonl")["header"]["env"]["record_engine"] == expected
     bad = check_workload(model, torch.randn(5, 6), engine="fast")
     assert [p.message for p in bad.errors] == ["unknown record engine 'fast'; choose from auto, native, python"]
+
+
+DEFAULT_F64_SCRIPT = """
+import torch
+from torch import nn
+
+torch.set_default_dtype(torch.float64)
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    model(torch.randn(3, 4)).pow(2).mean().backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("target", ["models.py:build_f64", "models.py:build_complex64", "models.py:build_complex128", "--run f64.py"])
+def test_every_parameter_dtype_is_recorded(request, capsys, tmp_path, engine, target):
+    # The parameters' norms asked vector_norm for float32 of every tensor: a float64 model
+    # (or a script under set_default_dtype(float64)) failed in opscan, blamed on the builder.
+    if engine == "native":
+        request.getfixturevalue("ext")
+    (tmp_path / "f64.py").write_text(DEFAULT_F64_SCRIPT)
+    path = tmp_path / "r.jsonl"
+    args = ["--run", str(tmp_path / "f64.py")] if target == "--run f64.py" else [target]  # --run last: it takes the rest
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # nor a warning of opscan's own (a complex sample cast to real)
+            rc, _, err = record(capsys, "--steps", "2", *CPU, "--engine", engine, "-o", str(path), *args, cwd=FIXTURES)
+    finally:
+        torch.set_default_dtype(torch.float32)  # the script's, were it left (the runner's to restore)
+    assert rc == 0, err
+    rec = read(path)
+    assert len(rec["steps"]) == 2 and rec["end"] is not None
+    for step in rec["steps"]:
+        for name, p in step["params"].items():
+            assert isinstance(p["norm"], float) and p["norm"] > 0, (name, p)
+            assert re.fullmatch(r"[0-9a-f]{16}", p["fp"]), (name, p)

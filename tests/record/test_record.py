@@ -399,3 +399,74 @@ def test_an_op_in_an_end_of_backward_callback_is_a_backward_op(tmp_path):
     recorder.finish(complete=True)
     muls = [op for op in read(path)["ops"] if op["op"] == "aten.mul_.Tensor"]
     assert [op["phase"] for op in muls] == ["backward", "forward"]
+
+
+SWALLOWING_SCRIPT = """
+import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    try:
+        opt.zero_grad()
+        model(torch.randn(3, 4)).sum().backward()
+        opt.step()
+    except Exception:  # a script that carries on past any error
+        pass
+"""
+
+
+@pytest.mark.parametrize("target", ["models.py:build_clean", "--run swallow.py"])
+def test_a_failure_of_opscans_own_step_work_is_opscans_not_the_targets(capsys, tmp_path, monkeypatch, target):
+    import opscan.trace.record as record_module
+
+    def failing(self, params):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(record_module.Recorder, "_param_blocks", failing)
+    (tmp_path / "swallow.py").write_text(SWALLOWING_SCRIPT)
+    args = ["--run", str(tmp_path / "swallow.py")] if target.startswith("--run") else [target]
+    rc, _, err = record(capsys, *CPU, "-o", str(tmp_path / "r.jsonl"), *args)
+    assert rc == 2
+    name = args[-1]
+    assert f"opscan: error: opscan failed at the end of step 0 while running {name} (a bug in opscan" in err, err
+    assert "RuntimeError: planted" in err and f"{name} raised" not in err
+    assert "in _end_step" in err  # the whole traceback: opscan's own frames are what a report needs
+
+
+# What pip writes for `[project.scripts] opscan = "opscan.cli:entry"`: a file outside the package.
+LAUNCHER = """# -*- coding: utf-8 -*-
+import re
+import sys
+from opscan.cli import entry
+if __name__ == "__main__":
+    sys.argv[0] = re.sub(r"(-script\\.pyw|\\.exe)?$", "", sys.argv[0])
+    sys.exit(entry())
+"""
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+@pytest.mark.parametrize("target", ["models.py:build_clean", "--run train.py"])
+def test_the_console_script_is_never_the_users_line(tmp_path, target, engine):
+    # The ops opscan runs itself (the runner's optimizer step) were credited to the launcher's `sys.exit(entry())`.
+    import subprocess
+    import sys
+
+    from tests.record.helpers import env
+
+    if engine == "native":
+        from opscan.trace import native
+
+        if native.load(cuda=False) is None:
+            pytest.skip(f"the native engine could not be built here: {native.why_not(False)}")
+    launcher = tmp_path / "bin" / "opscan"
+    launcher.parent.mkdir()
+    launcher.write_text(LAUNCHER)
+    path = tmp_path / "r.jsonl"
+    argv = [sys.executable, str(launcher), "record", "--steps", "2", *CPU, "--engine", engine, "-o", str(path), *target.split()]
+    done = subprocess.run(argv, cwd=FIXTURES, env=env(), capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    files = {op["file"] for op in read(path)["ops"]}
+    assert not any(f and "bin" in f.split("/") for f in files), files
+    assert files >= {"models.py" if target.startswith("models") else "train.py"}

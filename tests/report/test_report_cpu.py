@@ -66,13 +66,19 @@ def test_the_cpu_reproducers_ran_for_real(cpu_report):
     assert {"verdict": "raises", "measured": len(measured), "from_rules": 0} in summary["rows"]
 
 
-def test_the_report_leaves_torch_as_it_was():
+def test_the_report_leaves_torch_as_it_was(monkeypatch):
+    import os
+
     from opscan.trace.state import TorchFlags
 
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)  # measuring sets it (torch < 2.10 reads it)
+    environ, cwd = dict(os.environ), os.getcwd()
     flags, rng, dtype = TorchFlags.capture(), torch.get_rng_state(), torch.get_default_dtype()
-    rc, _, err = opscan_report("--output-format", "json", "--runs", "2")
+    rc, out, err = opscan_report("--output-format", "json", "--runs", "2")
     assert rc == 0, err
     assert TorchFlags.capture() == flags and torch.equal(torch.get_rng_state(), rng) and torch.get_default_dtype() == dtype
+    assert dict(os.environ) == environ and os.getcwd() == cwd
+    assert json.loads(out)["env"]["cublas_workspace_config"] == ":4096:8"  # as the reproducers ran
 
 
 class _Page(HTMLParser):

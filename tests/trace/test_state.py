@@ -5,6 +5,8 @@ Also when the traced code raises, and whatever the flags were before.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 torch = pytest.importorskip("torch")  # lint-only installs (no torch) skip this file
@@ -135,3 +137,75 @@ def test_rerun_puts_strict_mode_back_after_each_caught_op():
         Probe()(torch.randn(2, 2))
     assert seen == [(True, False)]
     assert len(t.findings) == 1
+
+
+# A target that changes what the process holds beyond torch's flags: the default dtype, the
+# environment (a variable added, one changed, one removed) and the working directory.
+MEDDLING = """
+import os
+
+import torch
+from torch import nn
+
+
+def meddle():
+    torch.set_default_dtype(torch.float64)
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:2"
+    os.environ["OPSCAN_TEST_CHANGED"] = "by the target"
+    os.environ.pop("OPSCAN_TEST_REMOVED", None)
+    os.makedirs("elsewhere", exist_ok=True)
+    os.chdir("elsewhere")
+
+
+def build():
+    meddle()
+    return nn.Linear(4, 2), torch.randn(3, 4)
+
+
+if __name__ == "__main__":
+    meddle()
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        model(torch.randn(3, 4)).sum().backward()
+        opt.step()
+"""
+
+
+@pytest.fixture
+def process_state(monkeypatch):
+    """The environment and default dtype as a test leaves them, put back whatever the command did."""
+    import os
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setenv("OPSCAN_TEST_CHANGED", "before")
+    monkeypatch.setenv("OPSCAN_TEST_REMOVED", "before")
+    saved = dict(os.environ)
+    yield
+    torch.set_default_dtype(torch.float32)
+    for key in set(os.environ) - set(saved):
+        del os.environ[key]
+    os.environ.update({k: v for k, v in saved.items() if k != "PYTEST_CURRENT_TEST"})
+
+
+@pytest.mark.parametrize("command", ["scan", "record"])
+@pytest.mark.parametrize("target", ["meddling.py:build", "--run meddling.py"])
+def test_a_command_puts_back_the_default_dtype_environment_and_folder(capsys, tmp_path, process_state, command, target):
+    import os
+
+    from opscan.cli import main
+    from tests.util import chdir
+
+    (tmp_path / "meddling.py").write_text(MEDDLING)
+    out = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else ["--output-format", "json"]
+    environ = dict(os.environ)
+    with chdir(tmp_path):
+        rc = main([command, "--device", "cpu", *out, *target.split()])
+        assert os.getcwd() == str(tmp_path)
+    stdout, err = capsys.readouterr()
+    assert rc in (0, 1), err
+    assert torch.get_default_dtype() == torch.float32
+    assert dict(os.environ) == environ
+    if command == "scan":  # the report still says what the target trained with
+        assert json.loads(stdout)["env"]["cublas_workspace_config"] == ":4096:2"
