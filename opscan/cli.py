@@ -25,11 +25,6 @@ COMMANDS = {
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
-# The code of every frame that called entry(): the launcher (pip's console script, `python -m`'s runpy).
-# It lies outside torch, opscan and the standard library, yet is never the user's: the tracer
-# (opscan.trace.sourcemap) must not credit it with the ops opscan itself runs.
-LAUNCHER_CODES: list = []
-
 
 def _terminal_width() -> int:
     """What shutil.get_terminal_size() gives, without importing shutil (and bz2, lzma) on every run."""
@@ -131,12 +126,11 @@ def entry() -> None:
     The other commands exit normally: torch and the record writer have exit handlers to run.
     main() itself, as tests and other callers use it, restores the collector's state and returns.
     """
-    frame = sys._getframe(1)
-    while frame is not None:
-        LAUNCHER_CODES.append(frame.f_code)
-        frame = frame.f_back
     argv = sys.argv[1:]
     if argv[:1] != ["lint"]:
+        from opscan import _launcher  # the tracing commands' concern: lint's start-up does without it
+
+        _launcher.note_callers(sys._getframe(1))
         sys.exit(main(argv))
     import gc
 

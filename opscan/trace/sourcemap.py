@@ -32,6 +32,8 @@ import torch
 from torch import nn
 from torch.autograd.function import FunctionCtx
 
+from opscan._launcher import is_launcher
+
 # Both exist from torch 2.1 on; checked in 2.11 and 2.14. Without them backward
 # ops are still found, only without their forward line.
 _get_sequence_nr = getattr(torch._C._autograd, "_get_sequence_nr", None)
@@ -126,16 +128,10 @@ def _classify(filename: str) -> bool:
     return path.startswith(stdlib)
 
 
-def _launcher(code) -> bool:
-    """Is `code` the launcher's, a frame that called the opscan command (opscan.cli.LAUNCHER_CODES)?"""
-    cli = sys.modules.get("opscan.cli")
-    return cli is not None and any(code is c for c in getattr(cli, "LAUNCHER_CODES", ()))
-
-
 def _kind(code) -> int:
     kind = _KIND.get(id(code))
     if kind is None:
-        kind = _INTERNAL_CODE if _classify(code.co_filename) or _launcher(code) else 0
+        kind = _INTERNAL_CODE if _classify(code.co_filename) or is_launcher(code) else 0
         if code.co_name == "forward":
             kind |= _FORWARD_CODE
             if code.co_argcount and code.co_varnames[0] != "self":
