@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser, steps_flag="--steps", steps_default=1)
     add_record_arguments(parser)
     parser.add_argument(
-        "-o", "--output", dest="record_path", metavar="FILE", required=True,
+        "-o", "--output-file", "--output", dest="record_path", metavar="FILE", required=True,
         help="the record to write (streamed to FILE.partial, renamed to FILE when the run has finished); "
         "under torchrun each rank writes its own, FILE.rankR with the rank before the suffix (run.rank1.jsonl)",
     )  # fmt: skip

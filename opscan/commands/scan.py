@@ -43,6 +43,7 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, steps_flag: str | N
     """TARGET..., --run SCRIPT ARGS, the step count, --input-shape and --device: what every torch-side command takes.
 
     `steps_flag=None` leaves the step count out, for a command that decides it itself (bench).
+    The step count takes both spellings, --steps and --max-steps, whichever the command shows first.
     """
     parser.add_argument(
         "targets",
@@ -58,8 +59,9 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, steps_flag: str | N
         help="run an unmodified training script (put opscan's own options before --run)",
     )
     if steps_flag is not None:
+        other = "--steps" if steps_flag == "--max-steps" else "--max-steps"
         parser.add_argument(
-            steps_flag, dest="steps", type=positive, default=None, metavar="N",
+            steps_flag, other, dest="steps", type=positive, default=None, metavar="N",
             help=f"optimizer steps to run (with --run: stop the script after N; default {steps_default})",
         )  # fmt: skip
     parser.add_argument("--input-shape", type=shape, metavar="SHAPE", help="input shape for zoo targets, e.g. 2,3,224,224")
