@@ -149,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
         if result.problem.detail:
             print(result.problem.detail.rstrip(), file=sys.stderr)
         return error(result.problem.message)
+    if result.steps == 0:  # a script that never called optimizer.step(): a record of no step has nothing to compare
+        if result.path:
+            os.remove(result.path)
+        return error(f"the target took no optimizer step, so there was nothing to record (a step ends at each optimizer.step()); {path} was not written")
     print(f"opscan: wrote {result.path}: {result.steps} step(s), {result.ops} ops, {_size(result.bytes)}, {result.seconds:.1f} s", file=sys.stderr)
     return EXIT_CLEAN
 

@@ -115,6 +115,14 @@ def test_a_model_that_raises_in_its_first_step_leaves_nothing(tmp_path):
     assert _no_files(tmp_path)
 
 
+def test_a_script_that_takes_no_optimizer_step_records_nothing(tmp_path):
+    (tmp_path / "infer.py").write_text("import torch\n\nmodel = torch.nn.Linear(3, 1)\nmodel(torch.randn(2, 3)).sum().backward()\n")
+    proc = opscan("record", *CPU, "-o", str(tmp_path / "out.jsonl"), "--run", "infer.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "opscan: error: the target took no optimizer step, so there was nothing to record" in proc.stderr
+    assert _no_files(tmp_path)
+
+
 def test_commands_import_no_torch():
     import subprocess
     import sys
