@@ -373,7 +373,9 @@ def format_user_traceback(exc: BaseException) -> str:
     te = traceback.TracebackException.from_exception(exc)
     for part in _chain(te):
         kept = [f for f in part.stack if not os.path.abspath(f.filename).startswith(hidden) and "<frozen" not in f.filename]
-        part.stack = traceback.StackSummary.from_list(kept or part.stack)
+        # No frame of the user's (a file that does not parse or cannot be read, failing inside the
+        # import machinery): no stack at all; the exception's own lines name the file and line.
+        part.stack = traceback.StackSummary.from_list(kept)
     return "".join(te.format())
 
 

@@ -96,6 +96,17 @@ def test_user_code_raising_while_building_shows_its_traceback(capsys):
 
 
 @needs_torch
+def test_a_target_that_does_not_parse_shows_the_syntax_error_alone(capsys, tmp_path):
+    (tmp_path / "syn.py").write_text("import torch\ndef build(:\n    pass\n")
+    rc, out, err = scan(capsys, "syn.py:build", *CPU, cwd=tmp_path)
+    assert rc == 2
+    assert "error: importing syn.py raised: SyntaxError: invalid syntax (syn.py, line 2)" in out
+    assert 'syn.py", line 2' in out and "def build(:" in out
+    # No stack at all: the import machinery's and opscan's frames are not the user's.
+    assert "Traceback" not in out and "<frozen" not in out and "opscan/trace" not in out.replace("\\", "/")
+
+
+@needs_torch
 def test_user_code_calling_sys_exit_is_an_error_not_opscans_exit_code(capsys):
     # A script's sys.exit(3) was already "exited with status 3" and exit 2; a callable's ended opscan
     # itself with status 3 and no word (the scan, and the other targets, lost with it).
