@@ -64,7 +64,7 @@ def _device(requested: str) -> str:
     from opscan.trace.runner import TargetError, resolve_device
 
     try:
-        return resolve_device(requested)
+        return resolve_device(requested, also=" (or none: the rules only)")
     except TargetError as exc:
         raise ReportError(str(exc)) from None
 

@@ -30,8 +30,11 @@ from dataclasses import dataclass, field
 from opscan.findings import Problem
 from opscan.trace.spec import Target, TargetError, parse_target, script_target, seed_problem  # noqa: F401 - re-exported
 
-def resolve_device(requested: str) -> str:
-    """'auto' -> cuda if there is a GPU, else cpu; otherwise check that the device exists."""
+def resolve_device(requested: str, also: str = "") -> str:
+    """'auto' -> cuda if there is a GPU, else cpu; otherwise check that the device exists.
+
+    `also` names what else the caller takes, for the message of a name that is no device.
+    """
     import torch
 
     if requested == "auto":
@@ -39,7 +42,7 @@ def resolve_device(requested: str) -> str:
     try:
         device = torch.device(requested)
     except RuntimeError:
-        raise TargetError(f"{requested!r} is not a device; use cuda, cuda:N, cpu or auto") from None
+        raise TargetError(f"{requested!r} is not a device; use cuda, cuda:N, cpu or auto{also}") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise TargetError(f"--device {requested} asked for, but no CUDA GPU is available")
     return str(device)

@@ -82,7 +82,7 @@ def test_output_file_is_replaced_whole(tmp_path):
         (["--runs", "0"], "not a positive integer"),
         (["--runs", "1"], "'1' is too few: nondeterminism shows only between at least 2 runs"),
         pytest.param(["--device", "cuda:7"], "no CUDA GPU is available", marks=needs_torch),
-        pytest.param(["--device", "tpu"], "is not a device", marks=needs_torch),
+        pytest.param(["--device", "tpu"], "'tpu' is not a device; use cuda, cuda:N, cpu or auto (or none: the rules only)", marks=needs_torch),
         (["--output-format", "pdf"], "invalid choice"),
     ],
 )
