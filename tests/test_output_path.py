@@ -67,3 +67,16 @@ def test_a_sweep_state_that_cannot_be_written_is_one_error(tmp_path, read_only):
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr == "opscan: error: cannot write the state file ro/state.jsonl: Permission denied\n"
+
+
+@pytest.mark.parametrize("command", [("scan", "--device", "cpu"), ("record", "--device", "cpu"), ("report", "--device", "none")], ids=lambda c: c[0])
+def test_an_empty_output_name_is_refused_first(tmp_path, command):
+    """`-o "$OUT"` with OUT unset: refused before any work, not a write into the working folder."""
+    (tmp_path / "train.py").write_text(SCRIPT)
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    run = ("--run", "train.py") if command[0] != "report" else ()
+    proc = subprocess.run([sys.executable, "-m", "opscan", *command, "-o", "", *run], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == "opscan: error: -o needs a file name"
+    assert not (tmp_path / "RAN").exists()

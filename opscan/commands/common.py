@@ -24,6 +24,8 @@ def check_output_path(path: str | None) -> str | None:
     """
     if path in (None, "-"):
         return None
+    if not path:  # -o '' (an unset shell variable): no file name at all
+        return "-o needs a file name"
     if os.path.isdir(path):
         return f"{path} is a directory; give -o a file name"
     folder = os.path.dirname(os.path.abspath(path))
