@@ -5,12 +5,14 @@
 As benchmarks/parse_floor.py (the interpreter, `import ast`, an `ast.parse` of
 every .py file under PATH, a folder shared among forked processes), and then
 each tree is walked once, node by node, doing nothing at each. It is the
-tightest generic walk we found in CPython (of four tried): an explicit
-stack, `_fields` read per node, lists pushed whole and filtered when popped. A linter whose rules are Python
-code and that inspects every node cannot run faster than this process;
-opscan's facts pass skips nothing either (every function of a training script
-names torch, a helper or `self`; BENCHMARKS.md, issue 9). bench_lint_ab.py
-times it beside the parse floor.
+tightest generic walk we found in CPython (of four tried): an explicit stack,
+`_fields` read per node, lists pushed whole and filtered when popped. A linter
+whose rules are Python code and that inspects every node pays this visit on
+top of the parse; opscan's facts pass skips nothing either (every function of
+a training script names torch, a helper or `self`; BENCHMARKS.md, issue 9).
+Like the parse floor, it runs with the cycle collector on, as a plain script
+does; a process that turns it off (lint does) parses ~13% faster.
+bench_lint_ab.py times it beside the parse floor.
 """
 
 import ast
