@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 10
+FACTS_VERSION = 11
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -100,7 +100,10 @@ class ClassFacts(Plain):
 
 
 class ModuleFacts(Plain):
-    _fields = ("path", "aliases", "body", "functions", "classes", "noqa", "file_noqa", "lines", "error", "error_loc", "dropped_libraries")
+    _fields = (
+        "path", "aliases", "body", "functions", "classes", "noqa", "file_noqa", "lines", "error", "error_loc",
+        "dropped_libraries", "relative_imports",
+    )  # fmt: skip
     __slots__ = _fields
 
     def __init__(self, path: str, error: str | None = None):
@@ -116,6 +119,9 @@ class ModuleFacts(Plain):
         self.error_loc: Loc | None = None
         # Libraries whose calls a CallFilter left out; linking checks the project does not provide one.
         self.dropped_libraries: tuple[str, ...] = ()
+        # Whether it has a relative import: the only part of the facts that depends on the package
+        # the module is imported as. Without one, the facts serve every name it is reached by.
+        self.relative_imports = False
 
 
 # ---------------------------------------------------------------- noqa
@@ -468,6 +474,7 @@ class _FactsBuilder:
                 loads += _with_parents(alias.name)
             return tuple(dict.fromkeys(loads))
         if node.level:
+            self.facts.relative_imports = True
             parts = self.package.split(".") if self.package else []
             if node.level - 1 > len(parts):
                 return ()

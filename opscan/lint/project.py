@@ -63,8 +63,9 @@ class TraceEvent(Plain):
         self.worker = worker
 
     def _anchor_frame(self) -> tuple[str, Loc, str | None]:
-        # The deepest point still in the entry file: the event itself, or the
-        # call of the helper (in another module) that led to it.
+        # The deepest point in the entry file: the event itself, or the call of the
+        # helper (in another module) that led to it. (A chain may leave the entry file
+        # and come back: an import cycle runs its body again as a module.)
         entry_path = self.via[0].path if self.via else self.path
         if self.path == entry_path:
             return self.path, self.loc, None
@@ -193,8 +194,12 @@ class Project:
         if mod is None:
             facts = self._facts.get((key, package))
             if facts is None:
-                provided = self.provided_libraries()
-                facts = self._load_facts(key, package, provided=provided) if provided else self._load_facts(key, package)
+                facts = self._any_facts.get(key)
+                # A file reached under another name (a script's folder shadows a package's module)
+                # is read again only if a relative import makes its facts differ.
+                if facts is None or facts.relative_imports:
+                    provided = self.provided_libraries()
+                    facts = self._load_facts(key, package, provided=provided) if provided else self._load_facts(key, package)
                 if any(self._provides(lib) for lib in facts.dropped_libraries):
                     # Calls into a package the project itself provides were left out as library
                     # calls (see opscan.lint.relevance): read this module again with every call.
@@ -555,11 +560,12 @@ class _Walker:
         self.folder_names = project._names_in(search[0])
         self.module_bit, self.function_bit = project._module_bit, project._function_bit
         self.stack = 0  # the functions being walked
-        # The modules whose top level has run (the entry runs as __main__).
-        self.entry_bit = self.loaded = self.module_bit(entry.path)
+        # The modules whose top level has run. Not the entry's: it runs as __main__, and an
+        # import of it under its own name runs the file again, as Python does (so every
+        # entry of a package that imports itself replays the same records of that import).
+        self.loaded = 0
         self.base = 0  # the depth at which the innermost record began
         self.rec: _Record = _Record(self.loaded, 0)
-        self.own_records: dict[tuple, list[_Record]] = {}
 
     def run(self, entry: Module) -> _Record:
         self.walk(self.program(("main", entry.path, entry.name), entry, entry.facts.body, False))
@@ -761,13 +767,9 @@ class _Walker:
         parent = self.rec
         base = self.base + 1
         found = None
-        own = self.own_records.get(memo)
-        if own is not None:
-            found = self._holding(own, base)
-        if found is None:
-            shared = self.project._records.get(memo)
-            if shared is not None:
-                found = self._holding(shared, base)
+        shared = self.project._records.get(memo)
+        if shared is not None:
+            found = self._holding(shared, base)
         if found is not None:
             rec = found
             self.loaded |= rec.added
@@ -781,10 +783,7 @@ class _Walker:
                 self.rec, self.base = parent, base - 1
             if not rec.heads.isdisjoint(self.folder_names):
                 rec.search = self.search
-            # A walk that found this entry's own module loaded (it runs as __main__, so an import
-            # of it is skipped) holds for this entry alone: kept apart, the shared lists stay short.
-            records = self.own_records if rec.need_loaded & self.entry_bit else self.project._records
-            records.setdefault(memo, []).append(rec)
+            self.project._records.setdefault(memo, []).append(rec)
         child_via = (frame,)
         self._absorb(parent, rec, child_via, worker)
         parent.ops.append((memo[0], what, rec, child_via, worker))

@@ -15,6 +15,7 @@ import pytest
 
 from opscan.lint import project as project_mod
 from opscan.lint.engine import _FactsLoader
+from opscan.lint.model import Call
 from opscan.lint.relevance import CallFilter
 
 
@@ -107,3 +108,54 @@ def test_bodies_walked_grow_with_the_package_not_its_square(tmp_path, monkeypatc
     small, large = _walks(tmp_path, 40, monkeypatch), _walks(tmp_path, 160, monkeypatch)
     # Each entry walks what its own import changes (the chain of modules above it), not the package.
     assert large < 4 * small * 1.6, (small, large)
+
+
+def _seeds(trace) -> list[tuple[str, int, int]]:
+    """(file name, line, frames on the way) of each torch.manual_seed the entry's run reaches, in order."""
+    return [(Path(e.path).name, e.loc.line, len(e.via)) for e in trace.events if e.api == "torch.manual_seed" and e.what.__class__ is Call]
+
+
+def test_an_entry_imported_under_its_own_name_runs_again_as_a_module(tmp_path):
+    """`python pkg/m.py`, whose `import pkg` imports `pkg.m`: Python runs m.py twice, as that module
+    (without its `__main__` block) inside the import, then on as `__main__`; so does the linker."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg import m\n")
+    (pkg / "m.py").write_text(
+        'import torch\nimport pkg\nimport pkg.m\n\ntorch.manual_seed(1)\n\nif __name__ == "__main__":\n    torch.manual_seed(2)\n'
+    )
+    files = sorted(tmp_path.rglob("*.py"))
+    project = _new_project(tmp_path, files)
+    trace = project.trace(project.entry_module(pkg / "m.py"))
+    # Inside `import pkg` (m.py:2, then __init__.py:1); `import pkg.m` finds it loaded; then the script.
+    assert _seeds(trace) == [("m.py", 5, 2), ("m.py", 5, 0), ("m.py", 8, 0)]
+
+
+def test_a_file_reached_under_two_names_is_read_twice_only_for_a_relative_import(tmp_path):
+    """A script's folder shadows its package's modules: `import util` in pkg/run.py finds pkg/util.py,
+    which the package imports as `pkg.util`. Only a relative import makes the two readings differ."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg import util, rel\n")
+    (pkg / "util.py").write_text("import torch\n\ndef seed():\n    torch.manual_seed(3)\n")
+    (pkg / "rel.py").write_text("from .util import seed\n")
+    (pkg / "run.py").write_text("import pkg\nimport util\nimport rel\n\nutil.seed()\npkg.util.seed()\nrel.seed()\n")
+    files = sorted(tmp_path.rglob("*.py"))
+    reads: list[tuple[str, str]] = []
+    loader = _FactsLoader(None, None, CallFilter.for_lint())
+
+    def counting(path, package, keep_all=False, provided=frozenset()):
+        reads.append((Path(path).name, package))
+        return loader(path, package, keep_all, provided)
+
+    counting.calls = loader.calls
+    project = project_mod.Project(counting, [tmp_path], entry_dirs=[f.parent for f in files])
+    trace = project.trace(project.entry_module(pkg / "run.py"))
+    # util.py is reached as `util` (from the script's folder) and as `pkg.util`: read once.
+    assert {m.name for (path, _), m in project._modules.items() if path.endswith("util.py")} == {"util", "pkg.util"}
+    assert [r for r in reads if r[0] == "util.py"] == [("util.py", "")]
+    # rel.py, as `rel` and as `pkg.rel`: its `from .util import seed` names another module in each.
+    assert sorted(r for r in reads if r[0] == "rel.py") == [("rel.py", ""), ("rel.py", "pkg")]
+    as_top, in_pkg = (project._facts[(str((pkg / "rel.py").resolve()), p)] for p in ("", "pkg"))
+    assert (as_top.aliases["seed"], in_pkg.aliases["seed"]) == ("util.seed", "pkg.util.seed")
+    assert len(_seeds(trace)) == 3
