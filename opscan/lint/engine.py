@@ -239,7 +239,8 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
     """linter.lint() over the files, shared between this process and forked children; None without fork.
 
     In a tree of packages, first every core reads its share of the files into
-    facts, and this process receives them all: an entry's trace follows its
+    facts, and this process receives them all (each child pickles what it
+    reads into a temporary file as it goes): an entry's trace follows its
     imports into the other files, and without this each process would read
     nearly the whole tree itself (on torch's source, every file imports most of
     it). Scripts that share a helper or two do not need it, and handing facts
@@ -251,31 +252,83 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
     project, progress = linter.project, linter.progress
     if not _mostly_packages(files):
         return _lint_shares(linter, files, workers)
+    import pickle
 
-    def read(share: list[int], tick) -> list:
-        for i in share:
+    spools = _spools(workers)
+
+    def read(share: list[int], tick, worker: int):
+        # With a spool, the facts go into it 16 files at a time, as they are read. Pickled all
+        # at the end (half a second on torch's tree), they kept this process waiting; spread
+        # over the reading, the pickling is dealt out with the files.
+        spool = spools[worker] if spools else None
+        sent: set = set()
+
+        def send() -> None:
+            fresh = [(key, f) for key, f in project._facts.items() if key not in sent]
+            for key, f in fresh:
+                sent.add(key)
+                f.lines = None  # read again from the file for the few lines a finding quotes
+            pickle.dump(fresh, spool, protocol=pickle.HIGHEST_PROTOCOL)
+
+        for count, i in enumerate(share, 1):
             project.entry_module(files[i])
             tick()
-        facts = list(project._facts.items())  # a child's own: it was forked before any were read
-        for _, f in facts:
-            f.lines = None  # read again from the file for the few lines a finding quotes
-        return facts
+            if spool is not None and count % 16 == 0:
+                send()
+        if spool is None:
+            facts = list(project._facts.items())  # a child's own: it was forked before any were read
+            for _, f in facts:
+                f.lines = None
+            return facts
+        send()
+        spool.flush()
+        return worker
 
-    def read_here(share: list[int], tick) -> None:
+    def read_here(share: list[int], tick, worker: int) -> None:
         for i in share:
             project.entry_module(files[i])
             tick()
 
     if progress is not None:
         progress.phase("Reading", len(files))
-    read_shares = _in_processes(len(files), workers, read, read_here, progress, linter)
-    if read_shares is None:
-        return None
-    for _, facts in read_shares:
-        if facts is not None:
-            project.adopt(facts)
+    try:
+        read_shares = _in_processes(len(files), workers, read, read_here, progress, linter)
+        if read_shares is None:
+            return None
+        for _, facts in read_shares:
+            if isinstance(facts, int):  # a child that finished: its spool holds all it read
+                project.adopt(_unspool(spools[facts]))
+            elif facts is not None:
+                project.adopt(facts)
+    finally:
+        for spool in spools or ():
+            if spool is not None:
+                spool.close()
 
     return _lint_shares(linter, files, workers)
+
+
+def _spools(workers: int) -> list | None:
+    """An anonymous temporary file for each forked worker (index 1 on), or None where none can be made."""
+    import tempfile
+
+    try:
+        return [None] + [tempfile.TemporaryFile() for _ in range(1, workers)]
+    except OSError:
+        return None
+
+
+def _unspool(spool) -> list:
+    """The facts a worker pickled into its spool, batch after batch."""
+    import pickle
+
+    spool.seek(0)
+    out: list = []
+    while True:
+        try:
+            out += pickle.load(spool)
+        except EOFError:
+            return out
 
 
 def _mostly_packages(files: list[Path]) -> bool:
@@ -294,7 +347,7 @@ def _mostly_packages(files: list[Path]) -> bool:
 def _lint_shares(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
     progress = linter.progress
 
-    def lint(share: list[int], tick) -> list[list[Finding]]:
+    def lint(share: list[int], tick, worker: int) -> list[list[Finding]]:
         found = []
         for i in share:
             found.append(linter.lint(files[i]))
@@ -314,7 +367,7 @@ def _lint_shares(linter: _EntryLinter, files: list[Path], workers: int) -> list[
 
 
 def _in_processes(n: int, workers: int, work, work_here, progress: Progress | None, linter: _EntryLinter) -> list | None:
-    """[(indices, payload)]: work(indices, tick) over range(n), shared between this process and forked children.
+    """[(indices, payload)]: work(indices, tick, worker) over range(n), shared between this process and forked children.
 
     The items are dealt in small batches from a pipe that every process draws
     from, so a process that meets the costly files (the first to walk a package's
@@ -359,7 +412,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                     os.close(ticks_read)
                 tick = (lambda: os.write(ticks_write, b".")) if ticks_write is not None else _no_tick
                 taken: list[int] = []
-                payload = work(draw(w, taken), tick)
+                payload = work(draw(w, taken), tick, w)
                 used = linter.cache.used if linter.cache is not None else set()
                 with os.fdopen(write_end, "wb") as out:
                     out.write(pickle.dumps((taken, payload, used, linter.noqa_used, linter.deps()), protocol=pickle.HIGHEST_PROTOCOL))
@@ -376,7 +429,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         _drain_ticks(ticks_read, progress)
 
     mine: list[int] = []
-    done = [(mine, work_here(draw(0, mine), tick if progress is not None else _no_tick))]
+    done = [(mine, work_here(draw(0, mine), tick if progress is not None else _no_tick, 0))]
     for pid, read_end in children:
         payload = _read_all(read_end, ticks_read, progress)
         _, status = os.waitpid(pid, 0)
@@ -395,7 +448,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
     covered = {i for taken, _ in done for i in taken}
     missing = [i for i in range(n) if i not in covered]
     if missing:
-        done.append((missing, work_here(iter(missing), _no_tick)))
+        done.append((missing, work_here(iter(missing), _no_tick, 0)))
     if ticks_read is not None:
         os.close(ticks_read)
     return done

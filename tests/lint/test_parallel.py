@@ -132,3 +132,51 @@ def test_a_process_with_threads_lints_serially(tmp_path, monkeypatch):
         release.set()
         worker.join()
     assert forks == []
+
+
+def _package_tree(tmp_path: Path) -> Path:
+    """A package whose modules import it (as torch's do), with a broken module: the run reads
+    every file into facts in worker processes first, and hands them to this one."""
+    from tests.lint.test_linker_scaling import _package
+
+    tree = tmp_path / "pkgtree"
+    _package(tree, 60, 7)
+    (tree / "pkg" / "broken.py").write_bytes(b"import pkg\ndef f(:\n")
+    return tree
+
+
+@pytest.mark.parametrize("spooled", [True, False], ids=["facts-spooled", "facts-piped"])
+def test_a_package_read_in_worker_processes_lints_as_serially(tmp_path, monkeypatch, spooled):
+    tree = _package_tree(tmp_path)
+    serial = _findings(tree, monkeypatch, parallel=False)
+    assert len({f["path"] for f in serial}) > 10
+    handed = []
+    real_unspool = engine._unspool
+
+    def unspool(spool):
+        facts = real_unspool(spool)
+        handed.append(len(facts))
+        return facts
+
+    monkeypatch.setattr(engine, "_unspool", unspool)
+    if not spooled:  # no temporary file to be had: the facts come back through the pipe, at the end
+        monkeypatch.setattr(engine, "_spools", lambda workers: None)
+    assert _parallel_findings(tree, monkeypatch) == serial
+    assert len(handed) == (2 if spooled else 0) and all(handed)  # two children, each read some files
+
+
+def test_a_child_failing_while_reading_leaves_its_share_to_this_process(tmp_path, monkeypatch):
+    import os
+
+    tree = _package_tree(tmp_path)
+    serial = _findings(tree, monkeypatch, parallel=False)
+    parent = os.getpid()
+    real = engine.Project.entry_module
+
+    def read_or_die_in_child(self, path):
+        if os.getpid() != parent:
+            raise RuntimeError("a worker that fails")
+        return real(self, path)
+
+    monkeypatch.setattr(engine.Project, "entry_module", read_or_die_in_child)
+    assert _parallel_findings(tree, monkeypatch) == serial
