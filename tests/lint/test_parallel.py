@@ -98,20 +98,25 @@ def test_fork_refused_lints_here(tmp_path, monkeypatch):
     assert _parallel_findings(tree, monkeypatch) == serial
 
 
-def test_failing_child_is_linted_here(tmp_path, monkeypatch):
+def _failing_in_children(monkeypatch, owner, name: str) -> None:
+    """owner.name raises in every forked worker, and works in this process."""
     import os
 
-    tree = _corpus(tmp_path)
-    serial = _findings(tree, monkeypatch, parallel=False)
     parent = os.getpid()
-    real = engine._EntryLinter.lint
+    real = getattr(owner, name)
 
-    def lint_or_die_in_child(self, path):
+    def or_die_in_child(self, path):
         if os.getpid() != parent:
             raise RuntimeError("a worker that fails")
         return real(self, path)
 
-    monkeypatch.setattr(engine._EntryLinter, "lint", lint_or_die_in_child)
+    monkeypatch.setattr(owner, name, or_die_in_child)
+
+
+def test_failing_child_is_linted_here(tmp_path, monkeypatch):
+    tree = _corpus(tmp_path)
+    serial = _findings(tree, monkeypatch, parallel=False)
+    _failing_in_children(monkeypatch, engine._EntryLinter, "lint")
     assert _parallel_findings(tree, monkeypatch) == serial
 
 
@@ -166,17 +171,7 @@ def test_a_package_read_in_worker_processes_lints_as_serially(tmp_path, monkeypa
 
 
 def test_a_child_failing_while_reading_leaves_its_share_to_this_process(tmp_path, monkeypatch):
-    import os
-
     tree = _package_tree(tmp_path)
     serial = _findings(tree, monkeypatch, parallel=False)
-    parent = os.getpid()
-    real = engine.Project.entry_module
-
-    def read_or_die_in_child(self, path):
-        if os.getpid() != parent:
-            raise RuntimeError("a worker that fails")
-        return real(self, path)
-
-    monkeypatch.setattr(engine.Project, "entry_module", read_or_die_in_child)
+    _failing_in_children(monkeypatch, engine.Project, "entry_module")
     assert _parallel_findings(tree, monkeypatch) == serial
