@@ -127,6 +127,25 @@ class EntryTrace(Plain):
             _materialize(self._root, (), self._events)
         return self._events
 
+    def first_calls(self, skip_workers: bool = False):
+        """The calls among `events`, in order, each place (path, loc) only where it first runs.
+
+        What DET007, DET009 and DET011 ask of a trace, without building `events`: a
+        record met again adds no place, so it is passed over (its events still count
+        towards MAX_EVENTS, as in `events`). `skip_workers`: leave out the calls run
+        in DataLoader worker processes.
+        """
+        seen: set = set()
+        if self._events is not None or self._root is None:  # built already (or nothing to walk)
+            for e in self.events:
+                if e.what.__class__ is Call and not (skip_workers and e.worker):
+                    key = (e.path, e.loc)
+                    if key not in seen:
+                        seen.add(key)
+                        yield e
+            return
+        yield from _first_calls(self._root, (), False, skip_workers, [MAX_EVENTS], seen, set())
+
     @property
     def reachable_calls(self) -> list[TraceEvent]:
         """Calls that may run but whose order is unknown: all of the entry module's
@@ -499,6 +518,36 @@ def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent],
             if not _materialize(op[2], prefix + op[3], out, worker or op[4]):
                 return False
     return True
+
+
+def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_workers: bool, budget: list[int], seen: set, done: set):
+    """EntryTrace.first_calls below `rec`, as _materialize would reach them; `budget`: events left
+    before MAX_EVENTS, `seen` the places given, `done` the records gone through whole."""
+    for op in rec.ops:
+        kind = op[0]
+        if kind == _EMIT:
+            if budget[0] <= 0:
+                return
+            budget[0] -= 1
+            ev = op[1]
+            if ev.what.__class__ is Call and not (skip_workers and worker):
+                key = (ev.path, ev.loc)
+                if key not in seen:
+                    seen.add(key)
+                    yield TraceEvent(ev.what, ev.path, ev.loc, prefix + ev.via, ev.api, worker) if prefix else ev
+        elif (kind == _ENTER or kind == _LOAD) and op[2].count:
+            child, inner = op[2], worker or op[4]
+            if id(child) in done or (skip_workers and inner):  # no place in it to give: only count its events
+                budget[0] -= child.count
+                if budget[0] <= 0:
+                    budget[0] = 0
+                    return
+                continue
+            whole = budget[0] >= child.count
+            yield from _first_calls(child, prefix + op[3], inner, skip_workers, budget, seen, done)
+            if not whole:
+                return
+            done.add(id(child))
 
 
 def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:

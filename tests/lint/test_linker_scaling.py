@@ -159,3 +159,36 @@ def test_a_file_reached_under_two_names_is_read_twice_only_for_a_relative_import
     as_top, in_pkg = (project._facts[(str((pkg / "rel.py").resolve()), p)] for p in ("", "pkg"))
     assert (as_top.aliases["seed"], in_pkg.aliases["seed"]) == ("util.seed", "pkg.util.seed")
     assert len(_seeds(trace)) == 3
+
+
+def _first_calls_from_events(trace, skip_workers: bool) -> list[str]:
+    seen, out = set(), []
+    for e in trace.events:
+        if e.what.__class__ is Call and not (skip_workers and e.worker) and (e.path, e.loc) not in seen:
+            seen.add((e.path, e.loc))
+            out.append(repr(e))
+    return out
+
+
+@pytest.mark.parametrize("max_events", [50_000, 300, 100, 40, 15, 7])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_first_calls_are_the_first_place_of_each_call_among_the_events(tmp_path, monkeypatch, seed, max_events):
+    """EntryTrace.first_calls passes over records met again; it must give what `events` gives, cut where it is."""
+    monkeypatch.setattr(project_mod, "MAX_EVENTS", max_events)
+    files = _package(tmp_path, 25, seed)
+    (tmp_path / "loader.py").write_text(
+        "import random\nimport torch\nimport pkg\nfrom torch.utils.data import DataLoader, Dataset\n\n\n"
+        "class Data(Dataset):\n    def __getitem__(self, i):\n        pkg.m2.helper(i)\n        return random.random()\n\n\n"
+        "torch.manual_seed(0)\nrandom.random()\nfor batch in DataLoader(Data(), num_workers=2):\n    pkg.m2.helper(1)\n"
+    )
+    files.append(tmp_path / "loader.py")
+    project = _new_project(tmp_path, files)
+    workers = 0
+    for path in files:
+        for skip in (False, True):
+            walked = [repr(e) for e in project.trace(project.entry_module(path)).first_calls(skip)]
+            built = project.trace(project.entry_module(path))
+            assert walked == _first_calls_from_events(built, skip), (path, skip)
+            assert [repr(e) for e in built.first_calls(skip)] == walked  # from the events, once built
+            workers += sum(e.worker for e in built.events)
+    assert workers or max_events < 50  # the DataLoader's dataset ran in workers (before any cut)

@@ -114,7 +114,7 @@ def check(ctx: Context) -> None:
     named = index()  # every op rule's API names: a call that names none cannot be a candidate
     by_name = by_method = None  # the ops are built and indexed only for a call that names one
     seen = set()
-    for event in ctx.trace.events + ctx.trace.reachable_calls:
+    for event in (*ctx.trace.first_calls(), *ctx.trace.reachable_calls):
         call = event.what
         if call.__class__ is not Call:
             continue

@@ -41,7 +41,6 @@ None automatic.
 from opscan.codes import parse_doc
 from opscan.lint.apis import global_rng_library
 from opscan.lint.context import Context
-from opscan.lint.model import Call
 
 RULE = parse_doc(__doc__)
 
@@ -52,9 +51,9 @@ def check(ctx: Context) -> None:
     if not ctx.seeds:
         return
     seen = set()
-    for event in ctx.trace.events:
-        qualname = event.what.qualname if event.what.__class__ is Call else None
-        if not qualname or event.worker:  # a DataLoader worker: reseeded by torch
+    for event in ctx.trace.first_calls(skip_workers=True):  # a DataLoader worker's: torch reseeds them
+        qualname = event.what.qualname
+        if not qualname:
             continue
         lib = global_rng_library(qualname)
         if lib is None or lib in ctx.seeded_libs or (event.path, event.loc) in seen:

@@ -125,7 +125,7 @@ def check(ctx: Context) -> None:
     if any(e.what.var == NCCL_ALGO for e in ctx.of(EnvWrite)) or any(e.what.var == NCCL_ALGO for e in ctx.of(EnvRead)):
         return
     cuda_work = bool(ctx.of(CudaWork))
-    start = next((e for e in ctx.of(Call) if _starts_nccl(e.what, cuda_work)), None)
+    start = next((e for e in ctx.trace.first_calls() if _starts_nccl(e.what, cuda_work)), None)
     if start is None:
         return
     path, loc = start.anchor
