@@ -118,13 +118,13 @@ def check(ctx: Context) -> None:
         call = event.what
         if call.__class__ is not Call:
             continue
+        qualname = call.qualname or ""
+        if qualname not in named.functions and call.method not in named.methods:
+            continue  # the same call met again is left out the same way: no need to remember it
         key = (event.path, event.loc)
         if key in seen:
             continue
         seen.add(key)
-        qualname = call.qualname or ""
-        if qualname not in named.functions and call.method not in named.methods:
-            continue
         if by_name is None:
             by_name, by_method = _ops_for(ctx.torch)
         candidates = by_name.get(qualname, [])
