@@ -179,7 +179,7 @@ class Project:
         self._load_facts = load_facts
         self.roots = [r.resolve() for r in roots]
         # Every folder an import may be searched in: the roots, and each entry's own folder.
-        self._import_bases = list(dict.fromkeys([*(d.resolve() for d in entry_dirs), *self.roots]))
+        self._import_bases = list(dict.fromkeys([*(d.resolve() for d in dict.fromkeys(entry_dirs)), *self.roots]))
         self._provided: dict[str, bool] = {}
         # By (resolved path, package): relative imports, and so the facts, depend on the package.
         self._facts: dict[tuple[str, str], ModuleFacts] = {}
@@ -200,6 +200,8 @@ class Project:
         self._programs: dict[tuple, list[_Program]] = {}
         self._heads: set[str] | None = None  # where find_module reports what it looks up
         self._folder_names: dict[str, frozenset[str]] = {}
+        self._listings: dict[str, frozenset[str]] = {}
+        self._real_paths: dict[str, str] = {}
         self.looked_at: set[str] = set()  # folders whose listing decided an import (opscan.lint.runcache)
         # Each module (by path) and function (by path and qualname): its bit in the records' bit sets.
         self._module_bits: dict[str, int] = {}
@@ -208,7 +210,7 @@ class Project:
     # -- modules --------------------------------------------------------------
 
     def module_at(self, path: Path, name: str) -> Module:
-        key, package = _load_key(path, name)
+        key, package = _load_key(path, name, self._real(path))
         mod = self._modules.get((key, name))
         if mod is None:
             facts = self._facts.get((key, package))
@@ -232,8 +234,11 @@ class Project:
         """Whether an import of `package` (or of a module under it) could find a project file."""
         found = self._provided.get(package)
         if found is None:
+            # The folder's listing first (kept, and read by find_module anyway): a stat of each
+            # name in each of the hundreds of entry folders of a big tree added up to a tenth of reading it.
             found = self._provided[package] = any(
-                (base / package).is_dir() or (base / f"{package}.py").is_file() for base in self._import_bases
+                package in self._names_in(str(base)) and ((base / package).is_dir() or (base / f"{package}.py").is_file())
+                for base in self._import_bases
             )
         return found
 
@@ -255,13 +260,20 @@ class Project:
         """The module and package names a folder may provide (a superset: every entry, .py stripped)."""
         names = self._folder_names.get(folder)
         if names is None:
+            names = self._folder_names[folder] = frozenset(n[:-3] if n.endswith(".py") else n for n in self._listing(folder))
+        return names
+
+    def _listing(self, folder: str) -> frozenset[str]:
+        """The names in a folder (none if it cannot be listed), listed once per run."""
+        listing = self._listings.get(folder)
+        if listing is None:
             self.looked_at.add(folder)
             try:
-                listing = os.listdir(folder)
+                listing = frozenset(os.listdir(folder))
             except OSError:
-                listing = []
-            names = self._folder_names[folder] = frozenset(n[:-3] if n.endswith(".py") else n for n in listing)
-        return names
+                listing = frozenset()
+            self._listings[folder] = listing
+        return listing
 
     def _module_bit(self, path: str) -> int:
         bit = self._module_bits.get(path)
@@ -276,8 +288,17 @@ class Project:
         return bit
 
     def entry_module(self, path: Path) -> Module:
-        self._add_import_base(Path(path).resolve().parent)
-        return self.module_at(path, self._dotted_name(path))
+        real = Path(self._real(path))
+        self._add_import_base(real.parent)
+        return self.module_at(path, self._dotted_name(path, real))
+
+    def _real(self, path: Path) -> str:
+        """The path resolved, once per run: an entry is resolved when it is read and when it is linted."""
+        text = str(path)
+        real = self._real_paths.get(text)
+        if real is None:
+            real = self._real_paths[text] = str(Path(text).resolve())
+        return real
 
     def _add_import_base(self, folder: Path) -> None:
         if folder in self._import_bases:
@@ -308,8 +329,7 @@ class Project:
         # Line texts and noqa comments, all that is asked for, do not depend on the package.
         return self._any_facts.get(path)
 
-    def _dotted_name(self, path: Path) -> str:
-        resolved = path.resolve()
+    def _dotted_name(self, path: Path, resolved: Path) -> str:
         for root in self.roots:
             try:
                 rel = resolved.relative_to(root)
@@ -329,7 +349,10 @@ class Project:
             self._heads.add(head)
         # A folder can hold the module only if it holds something named like its first part. When
         # the entry's folder does not, the roots decide, and entries in other folders share the answer.
-        key = (dotted, search if head in self._names_in(search[0]) else search[1:])
+        names = self._folder_names.get(search[0])  # inline: this runs for every name every entry resolves
+        if names is None:
+            names = self._names_in(search[0])
+        key = (dotted, search if head in names else search[1:])
         found = self._found.get(key, _NOT_LOOKED_UP)
         if found is _NOT_LOOKED_UP:
             found = self._found[key] = self._find_module(dotted, key[1])
@@ -434,7 +457,7 @@ class Project:
     def trace(self, entry: Module) -> EntryTrace:
         """The ordered events of running `entry` as a script, through project calls."""
         # Folders as strings: a search path is hashed and compared for every name it resolves.
-        search = (str(Path(entry.path).parent.resolve()), *map(str, self.roots))
+        search = (os.path.dirname(entry.path), *map(str, self.roots))  # entry.path is resolved
         walker = _Walker(self, search, entry)
         root = walker.run(entry)
         return EntryTrace(entry, root, walker)
@@ -442,10 +465,11 @@ class Project:
 
 
 
-def _load_key(path: Path, name: str) -> tuple[str, str]:
-    """A module file's resolved path, and the package its relative imports start from."""
+def _load_key(path: Path, name: str, real: str) -> tuple[str, str]:
+    """A module file's resolved path (`real`), and the package its relative imports start from."""
+    # The name the file is reached under decides, as in Python: not the name a link leads to.
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    return str(path.resolve()), package
+    return real, package
 
 
 # The ops a _Record holds, in order.
