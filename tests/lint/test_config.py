@@ -127,6 +127,20 @@ def test_roots_resolve_project_imports(tmp_path, capsys):
     assert "scripts/train.py:3:1: DET001 [*] Seeds via `mylib.seed.set_seed`" in out
 
 
+def test_a_package_comes_before_a_module_of_the_same_name(tmp_path, capsys):
+    # As Python's FileFinder: `helpers/__init__.py` is imported, not `helpers.py` beside it.
+    files = {
+        "helpers.py": "def seed():\n    pass\n",
+        "helpers/__init__.py": "import torch\n\n\ndef seed():\n    torch.manual_seed(0)\n",
+        "train.py": "import torch\nfrom helpers import seed\n\nseed()\n",
+    }
+    _project(tmp_path, "[tool.opscan]\n", files)
+    with chdir(tmp_path):
+        main(["lint", "--no-cache", "train.py"])
+    out = capsys.readouterr().out
+    assert "train.py:4:1: DET001 [*] Seeds via `helpers.seed` (`torch.manual_seed`) but never enables determinism" in out
+
+
 def test_torch_version_from_config_and_flag(tmp_path, capsys):
     # put_ raises from torch 1.9 on: the config's 1.8 has no such op; the flag's 2.14 does.
     src = (
