@@ -13,6 +13,7 @@ sites that led to it from the entry.
 from __future__ import annotations
 
 import os
+import sys
 
 from opscan._path import Path
 from opscan._plain import Frozen, Plain
@@ -362,6 +363,11 @@ class Project:
         if not all(part.isidentifier() for part in dotted.split(".")):
             return None
         head = dotted.partition(".")[0]
+        # Modules built into the interpreter (sys, itertools, time...) are found before any folder
+        # is searched: a script beside its own `sys.py` still imports the real one. (Those of the
+        # Python running lint: the same set on every CPython build of the versions supported.)
+        if head in sys.builtin_module_names:
+            return None
         inner, _, last = dotted.rpartition(".")
         inner = inner.replace(".", os.sep)
         for folder in search:

@@ -141,6 +141,15 @@ def test_a_package_comes_before_a_module_of_the_same_name(tmp_path, capsys):
     assert "train.py:4:1: DET001 [*] Seeds via `helpers.seed` (`torch.manual_seed`) but never enables determinism" in out
 
 
+def test_a_module_built_into_python_is_never_a_project_file(tmp_path, capsys):
+    # BuiltinImporter comes before the path: `import itertools` never runs an `itertools.py` beside the script.
+    files = {"itertools.py": "import torch\n\ntorch.manual_seed(0)\n", "train.py": "import torch\nimport itertools\n"}
+    _project(tmp_path, "[tool.opscan]\n", files)
+    with chdir(tmp_path):
+        rc = main(["lint", "--no-cache", "train.py"])
+    assert (rc, capsys.readouterr().out) == (0, "All checks passed!\n")
+
+
 def test_torch_version_from_config_and_flag(tmp_path, capsys):
     # put_ raises from torch 1.9 on: the config's 1.8 has no such op; the flag's 2.14 does.
     src = (
