@@ -52,7 +52,8 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
 
     For "cublas", the call must run before any CUDA work: the variable is read when cuBLAS starts.
     """
-    for event in ctx.trace.events:
+    # Each place's first run is enough: a call met again at a place is the same call, judged the same.
+    for event in ctx.trace.first_calls(also=CudaWork):
         what = event.what
         if what.__class__ is CudaWork and wants == "cublas":
             return None

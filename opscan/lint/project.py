@@ -128,24 +128,26 @@ class EntryTrace(Plain):
             _materialize(self._root, (), self._events)
         return self._events
 
-    def first_calls(self, skip_workers: bool = False):
+    def first_calls(self, skip_workers: bool = False, also: type | None = None):
         """The calls among `events`, in order, each place (path, loc) only where it first runs.
 
-        What DET007, DET009 and DET011 ask of a trace, without building `events`: a
-        record met again adds no place, so it is passed over (its events still count
-        towards MAX_EVENTS, as in `events`). `skip_workers`: leave out the calls run
-        in DataLoader worker processes.
+        What DET007, DET009, DET011 and the idiom fixes ask of a trace, without building
+        `events`: a record met again adds no place, so it is passed over (its events still
+        count towards MAX_EVENTS, as in `events`). `skip_workers`: leave out the calls run
+        in DataLoader worker processes. `also`: an effect class (CudaWork) whose events
+        come too, in place, each place where it first runs.
         """
         seen: set = set()
         if self._events is not None or self._root is None:  # built already (or nothing to walk)
             for e in self.events:
-                if e.what.__class__ is Call and not (skip_workers and e.worker):
-                    key = (e.path, e.loc)
+                cls = e.what.__class__
+                if (cls is Call or cls is also) and not (skip_workers and e.worker):
+                    key = (cls is Call, e.path, e.loc)
                     if key not in seen:
                         seen.add(key)
                         yield e
             return
-        yield from _first_calls(self._root, (), False, skip_workers, [MAX_EVENTS], seen, set())
+        yield from _first_calls(self._root, (), False, skip_workers, also, [MAX_EVENTS], seen, set())
 
     @property
     def reachable_calls(self) -> list[TraceEvent]:
@@ -519,7 +521,7 @@ class _Record:
 
     __slots__ = (
         "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
-        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs", "names_ok",
+        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs", "names_ok", "walked",
     )  # fmt: skip
 
     def __init__(self, start_loaded: int, start_stack: int):
@@ -539,6 +541,7 @@ class _Record:
         # first did, inside records too: built when asked for (see _libs_of).
         self.libs: dict[str, tuple[str, Loc]] | None = None
         self.names_ok: frozenset[str] | None = None  # the last entry folder's names found disjoint from `heads`
+        self.walked: frozenset[tuple[str, str]] | None = None  # the functions entered inside: built when asked for
 
     def ok_for(self, names: frozenset[str]) -> bool:
         self.names_ok = names
@@ -561,9 +564,10 @@ def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent],
     return True
 
 
-def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_workers: bool, budget: list[int], seen: set, done: set):
+def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_workers: bool, also, budget: list[int], seen: set, done: set):
     """EntryTrace.first_calls below `rec`, as _materialize would reach them; `budget`: events left
-    before MAX_EVENTS, `seen` the places given, `done` the records gone through whole."""
+    before MAX_EVENTS, `seen` the places given (a call's apart from an `also` event's), `done` the
+    records gone through whole."""
     for op in rec.ops:
         kind = op[0]
         if kind == _EMIT:
@@ -571,8 +575,9 @@ def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_wor
                 return
             budget[0] -= 1
             ev = op[1]
-            if ev.what.__class__ is Call and not (skip_workers and worker):
-                key = (ev.path, ev.loc)
+            cls = ev.what.__class__
+            if (cls is Call or cls is also) and not (skip_workers and worker):
+                key = (cls is Call, ev.path, ev.loc)
                 if key not in seen:
                     seen.add(key)
                     yield TraceEvent(ev.what, ev.path, ev.loc, prefix + ev.via, ev.api, worker) if prefix else ev
@@ -585,10 +590,28 @@ def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_wor
                     return
                 continue
             whole = budget[0] >= child.count
-            yield from _first_calls(child, prefix + op[3], inner, skip_workers, budget, seen, done)
+            yield from _first_calls(child, prefix + op[3], inner, skip_workers, also, budget, seen, done)
             if not whole:
                 return
             done.add(id(child))
+
+
+def _entered_below(top: _Record) -> set[tuple[str, str]]:
+    """Every function entered inside a record, by (path, qualname)."""
+    walked: set[tuple[str, str]] = set()
+    seen: set[int] = set()
+    pending_records = [top]
+    while pending_records:
+        rec = pending_records.pop()
+        for op in rec.ops:
+            if op[0] == _ENTER or op[0] == _LOAD:
+                if op[0] == _ENTER:
+                    walked.add(op[1])
+                child = op[2]
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    pending_records.append(child)
+    return walked
 
 
 def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:
@@ -923,19 +946,17 @@ class _Walker:
     @staticmethod
     def walked(root: _Record) -> set[tuple[str, str]]:
         """Every function entered on the way, by (path, qualname)."""
+        # What is entered below each of the root's own imports and calls is kept on that record:
+        # records are shared, and most entries of a package begin with the same `import` of it.
         walked: set[tuple[str, str]] = set()
-        seen: set[int] = set()
-        pending_records = [root]
-        while pending_records:
-            rec = pending_records.pop()
-            for op in rec.ops:
-                if op[0] == _ENTER or op[0] == _LOAD:
-                    if op[0] == _ENTER:
-                        walked.add(op[1])
-                    child = op[2]
-                    if id(child) not in seen:
-                        seen.add(id(child))
-                        pending_records.append(child)
+        for op in root.ops:
+            if op[0] == _ENTER or op[0] == _LOAD:
+                if op[0] == _ENTER:
+                    walked.add(op[1])
+                child = op[2]
+                if child.walked is None:
+                    child.walked = frozenset(_entered_below(child))
+                walked |= child.walked
         return walked
 
     def reachable(self, root: _Record) -> list[TraceEvent]:

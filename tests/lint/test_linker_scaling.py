@@ -15,7 +15,7 @@ import pytest
 
 from opscan.lint import project as project_mod
 from opscan.lint.engine import _FactsLoader
-from opscan.lint.model import Call
+from opscan.lint.model import Call, Seed
 from opscan.lint.relevance import CallFilter
 
 
@@ -161,18 +161,21 @@ def test_a_file_reached_under_two_names_is_read_twice_only_for_a_relative_import
     assert len(_seeds(trace)) == 3
 
 
-def _first_calls_from_events(trace, skip_workers: bool) -> list[str]:
+def _first_calls_from_events(trace, skip_workers: bool, also=None) -> list[str]:
     seen, out = set(), []
     for e in trace.events:
-        if e.what.__class__ is Call and not (skip_workers and e.worker) and (e.path, e.loc) not in seen:
-            seen.add((e.path, e.loc))
+        kind = e.what.__class__
+        key = (kind is Call, e.path, e.loc)
+        if kind in (Call, also) and not (skip_workers and e.worker) and key not in seen:
+            seen.add(key)
             out.append(repr(e))
     return out
 
 
+@pytest.mark.parametrize("also", [None, Seed])
 @pytest.mark.parametrize("max_events", [50_000, 300, 100, 40, 15, 7])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_first_calls_are_the_first_place_of_each_call_among_the_events(tmp_path, monkeypatch, seed, max_events):
+def test_first_calls_are_the_first_place_of_each_call_among_the_events(tmp_path, monkeypatch, seed, max_events, also):
     """EntryTrace.first_calls passes over records met again; it must give what `events` gives, cut where it is."""
     monkeypatch.setattr(project_mod, "MAX_EVENTS", max_events)
     files = _package(tmp_path, 25, seed)
@@ -183,12 +186,14 @@ def test_first_calls_are_the_first_place_of_each_call_among_the_events(tmp_path,
     )
     files.append(tmp_path / "loader.py")
     project = _new_project(tmp_path, files)
-    workers = 0
+    workers = seeds = 0
     for path in files:
         for skip in (False, True):
-            walked = [repr(e) for e in project.trace(project.entry_module(path)).first_calls(skip)]
+            walked = [repr(e) for e in project.trace(project.entry_module(path)).first_calls(skip, also)]
             built = project.trace(project.entry_module(path))
-            assert walked == _first_calls_from_events(built, skip), (path, skip)
-            assert [repr(e) for e in built.first_calls(skip)] == walked  # from the events, once built
+            assert walked == _first_calls_from_events(built, skip, also), (path, skip)
+            assert [repr(e) for e in built.first_calls(skip, also)] == walked  # from the events, once built
+            seeds += sum(e.what.__class__ is Seed for e in built.events)
             workers += sum(e.worker for e in built.events)
     assert workers or max_events < 50  # the DataLoader's dataset ran in workers (before any cut)
+    assert seeds or max_events < 50  # the effects asked for with `also` are there to be given (before any cut)
