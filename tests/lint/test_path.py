@@ -78,3 +78,27 @@ def test_on_the_filesystem_as_pathlib(tmp_path, monkeypatch):
     assert mine == theirs
     with pytest.raises(FileNotFoundError):
         Path("nope").resolve(strict=True)
+
+
+def test_the_project_resolves_paths_as_pathlib(tmp_path, monkeypatch):
+    # Project._real resolves a file's folder once and then the file with one lstat: it must agree
+    # with a whole resolve, through links to files, folders, chains, dangling links and `..`.
+    from opscan.lint.project import Project
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for name in ("m.py", "sub/n.py"):
+        (tmp_path / "pkg" / name).write_text("x = 1\n")
+    (tmp_path / "to_pkg").symlink_to(tmp_path / "pkg")
+    (tmp_path / "pkg" / "file_link.py").symlink_to(tmp_path / "pkg" / "sub" / "n.py")
+    (tmp_path / "pkg" / "chain.py").symlink_to("file_link.py")
+    (tmp_path / "pkg" / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    (tmp_path / "pkg" / "up.py").symlink_to("../to_pkg/m.py")
+    monkeypatch.chdir(tmp_path / "pkg" / "sub")
+    texts = [
+        "n.py", "../m.py", "../../to_pkg/m.py", "../../to_pkg/sub/n.py", "../file_link.py", "../chain.py",
+        "../dangling.py", "../up.py", "nope.py", "../nope/x.py", str(tmp_path / "to_pkg" / "chain.py"),
+        str(tmp_path / "to_pkg" / ".." / "pkg" / "m.py"),
+    ]  # fmt: skip
+    project = Project(lambda *a, **k: None, [tmp_path])
+    for text in texts * 2:  # the second time from what it kept
+        assert project._real(Path(text)) == str(pathlib.Path(text).resolve()), text
