@@ -131,16 +131,8 @@ def test_an_entry_imported_under_its_own_name_runs_again_as_a_module(tmp_path):
     assert _seeds(trace) == [("m.py", 5, 2), ("m.py", 5, 0), ("m.py", 8, 0)]
 
 
-def test_a_file_reached_under_two_names_is_read_twice_only_for_a_relative_import(tmp_path):
-    """A script's folder shadows its package's modules: `import util` in pkg/run.py finds pkg/util.py,
-    which the package imports as `pkg.util`. Only a relative import makes the two readings differ."""
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("from pkg import util, rel\n")
-    (pkg / "util.py").write_text("import torch\n\ndef seed():\n    torch.manual_seed(3)\n")
-    (pkg / "rel.py").write_text("from .util import seed\n")
-    (pkg / "run.py").write_text("import pkg\nimport util\nimport rel\n\nutil.seed()\npkg.util.seed()\nrel.seed()\n")
-    files = sorted(tmp_path.rglob("*.py"))
+def _reading_project(roots: list[Path], files: list[Path]) -> tuple[project_mod.Project, list[tuple[str, str]]]:
+    """A project whose loader notes each (file name, package) it reads."""
     reads: list[tuple[str, str]] = []
     loader = _FactsLoader(None, None, CallFilter.for_lint())
 
@@ -149,16 +141,53 @@ def test_a_file_reached_under_two_names_is_read_twice_only_for_a_relative_import
         return loader(path, package, keep_all, provided)
 
     counting.calls = loader.calls
-    project = project_mod.Project(counting, [tmp_path], entry_dirs=[f.parent for f in files])
+    return project_mod.Project(counting, roots, entry_dirs=[f.parent for f in files]), reads
+
+
+@pytest.mark.parametrize("package_first", [True, False])
+def test_a_file_reached_under_two_names_is_read_as_its_package_s_module(tmp_path, package_first):
+    """A script's folder shadows its package's modules: `import util` in pkg/run.py finds pkg/util.py,
+    which the package imports as `pkg.util`. Without a relative import the facts are the same, read
+    once. With one (rel.py's `from .util import seed`), Python raises under the top-level name `rel`;
+    lint reads it, leniently, from the package the roots give the file, in whichever order it is met."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg import util, rel\n")
+    (pkg / "util.py").write_text("import torch\n\ndef seed():\n    torch.manual_seed(3)\n")
+    (pkg / "rel.py").write_text("from .util import seed\n")
+    imports = "import pkg\nimport util\nimport rel\n" if package_first else "import rel\nimport util\nimport pkg\n"
+    (pkg / "run.py").write_text(imports + "\nutil.seed()\npkg.util.seed()\nrel.seed()\n")
+    files = sorted(tmp_path.rglob("*.py"))
+    project, reads = _reading_project([tmp_path], files)
     trace = project.trace(project.entry_module(pkg / "run.py"))
     # util.py is reached as `util` (from the script's folder) and as `pkg.util`: read once.
     assert {m.name for (path, _), m in project._modules.items() if path.endswith("util.py")} == {"util", "pkg.util"}
-    assert [r for r in reads if r[0] == "util.py"] == [("util.py", "")]
-    # rel.py, as `rel` and as `pkg.rel`: its `from .util import seed` names another module in each.
-    assert sorted(r for r in reads if r[0] == "rel.py") == [("rel.py", ""), ("rel.py", "pkg")]
-    as_top, in_pkg = (project._facts[(str((pkg / "rel.py").resolve()), p)] for p in ("", "pkg"))
-    assert (as_top.aliases["seed"], in_pkg.aliases["seed"]) == ("util.seed", "pkg.util.seed")
+    assert len([r for r in reads if r[0] == "util.py"]) == 1
+    # rel.py, as `rel` and as `pkg.rel`: read once, from its package, and both read `.util` as `pkg.util`.
+    assert [r for r in reads if r[0] == "rel.py"] == [("rel.py", "pkg")]
+    rel = {m.name: m.facts for (path, _), m in project._modules.items() if path.endswith("rel.py")}
+    assert rel.keys() == {"rel", "pkg.rel"}
+    assert rel["rel"] is rel["pkg.rel"] and rel["rel"].aliases["seed"] == "pkg.util.seed"
     assert len(_seeds(trace)) == 3
+
+
+def test_a_relative_import_outside_the_roots_is_read_from_the_script_s_folder(tmp_path):
+    """With no root above the package, the file has no package to read from: `.util` is `util`, beside the script."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "util.py").write_text("import torch\n\ndef seed():\n    torch.manual_seed(3)\n")
+    (pkg / "rel.py").write_text("from .util import seed\n")
+    (pkg / "run.py").write_text("import rel\n\nrel.seed()\n")
+    files = sorted(tmp_path.rglob("*.py"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    project, reads = _reading_project([elsewhere], files)
+    trace = project.trace(project.entry_module(pkg / "run.py"))
+    assert [r for r in reads if r[0] == "rel.py"] == [("rel.py", "")]
+    (facts,) = [m.facts for (path, _), m in project._modules.items() if path.endswith("rel.py")]
+    assert facts.aliases["seed"] == "util.seed"
+    assert _seeds(trace) == [("util.py", 4, 1)]
 
 
 def _first_calls_from_events(trace, skip_workers: bool, also=None) -> list[str]:
