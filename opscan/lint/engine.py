@@ -575,11 +575,11 @@ class Progress:
 
 def _source_lines(path: str) -> list[str]:
     """A file's lines, for quoting in findings; none where it cannot be read now."""
-    from opscan.lint.facts import decode_source
+    from opscan.lint.facts import decode_source, source_lines
 
     try:
         with open(path, "rb") as fh:
-            return decode_source(fh.read()).splitlines()
+            return source_lines(decode_source(fh.read()))
     except (OSError, UnicodeDecodeError, SyntaxError, LookupError):
         return []
 

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from opscan.lint.model import Effect
     from opscan.lint.relevance import CallFilter
 
-# Bump when the shape of the facts changes, so stale cache entries are ignored.
-FACTS_VERSION = 11
+# Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
+FACTS_VERSION = 12  # 12: noqa lines numbered as Python numbers them (source_lines)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -927,6 +927,21 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
+def source_lines(text: str) -> list[str]:
+    """The lines of source text as Python numbers them: split at `\\r\\n`, `\\r` and `\\n` only.
+
+    `str.splitlines` also splits at form feeds, vertical tabs, U+2028 and other characters
+    that Python's tokenizer reads as ordinary ones: after any of them, a `# noqa` and the
+    quoted line text would belong to the wrong line.
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines[-1] == "":  # the newline ending the last line starts no line of its own
+        lines.pop()
+    return lines
+
+
 def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None = None) -> ModuleFacts:
     """Build a module's facts from its bytes. Never raises for bad input: sets `error` instead.
 
@@ -938,7 +953,7 @@ def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None 
     except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
         facts.error = f"cannot decode file: {exc}"
         return facts
-    facts.lines = text.splitlines()
+    facts.lines = source_lines(text)
     facts.noqa, facts.file_noqa = scan_noqa(facts.lines)
     try:
         with warnings.catch_warnings():  # the user's invalid escapes etc. are not ours to print (3.12+ warns)

@@ -3,7 +3,7 @@
 Each input is copied to a temporary folder (with an empty `[tool.opscan]`, so the
 repository's own configuration does not apply) and linted there through the CLI:
 
-- `unused.py`, `used_by_helper/`: findings with `--extend-select DET010` against
+- `unused.py`, `form_feed.py`, `used_by_helper/`: findings with `--extend-select DET010` against
   `NAME.expected` (the golden format of tests/fixtures/lint/README.md), and the file
   after `--fix` against `NAME.fixed.py`;
 - `add*.py`: the file after `--add-noqa` against `NAME.noqa.py`, byte for byte.
@@ -68,7 +68,7 @@ def _lint(folder: Path, capsys, *args: str) -> tuple[int, str, str]:
 # ---------------------------------------------------------------- DET010
 
 
-@pytest.mark.parametrize("name", ["unused.py", "used_by_helper"])
+@pytest.mark.parametrize("name", ["unused.py", "form_feed.py", "used_by_helper"])
 def test_unused_noqa_findings_and_fix(tmp_path, capsys, name):
     folder = _project(tmp_path, name)
     target = folder / name

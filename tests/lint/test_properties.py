@@ -118,3 +118,31 @@ def test_generated_scripts_match_oracle(tmp_path, seq, in_main, torch_alias, np_
         report = engine.run(["gen.py"], Config(root=tmp_path), torch_version=torch_version, use_cache=False)
     got = {(f.line, f.code) for f in report.findings}
     assert got == oracle(seq, first, checks_cublas=torch_version == "2.9"), "\n".join(lines)
+
+
+# Characters str.splitlines breaks at and Python's tokenizer does not, and the line ends it does.
+_NOT_LINE_ENDS = ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(st.sampled_from(["\n", "\r\n", "\r"]), st.text(st.sampled_from([*_NOT_LINE_ENDS, "a", " ", "#"]), max_size=4)),
+        min_size=1,
+        max_size=8,
+    ),
+    last_ends=st.booleans(),
+)
+def test_source_lines_number_lines_as_python_does(lines, last_ends):
+    """Each statement's line, by ast's numbering, is the line source_lines gives (what noqa and quotes read)."""
+    import ast
+
+    from opscan.lint.facts import source_lines
+
+    text = "".join(f"v{i} = {i}  # {junk}{end}" for i, (end, junk) in enumerate(lines))
+    if not last_ends:
+        text = text.rstrip("\r\n")
+    got = source_lines(text)
+    assert len(got) == len(lines)
+    for node in ast.parse(text).body:
+        assert got[node.lineno - 1].startswith(f"{node.targets[0].id} = "), (text, got)

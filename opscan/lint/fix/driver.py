@@ -26,6 +26,7 @@ import libcst as cst
 
 from opscan.findings import Finding, Report
 from opscan.fsutil import ChangedOnDiskError, atomic_write_bytes
+from opscan.lint.facts import source_lines
 from opscan.lint.fix.planner import NEWLINE, CannotFix, Planner
 from opscan.lint.fix.rewriter import Rewriter
 from opscan.lint.model import Edit
@@ -228,7 +229,7 @@ def _encode(text: str, encoding: str) -> bytes:
 
 def _check_unchanged(state: _File, findings: list[Finding]) -> None:
     """Refuse a file whose lines no longer match what lint saw: positions would be wrong."""
-    lines = state.text.splitlines()  # as the facts pass splits them for `line_text`
+    lines = source_lines(state.text)  # as the facts pass splits them for `line_text`
     for f in findings:
         seen = f.line_text
         if seen is None:
