@@ -1,8 +1,9 @@
 """Save, set and restore the torch global state a scan touches.
 
 `ProcessState` is what a run of the user's code may change in the process and
-every torch-side command puts back: torch's flags, its default dtype, the
-environment variables and the working directory.
+every torch-side command puts back: torch's flags, its default dtype, device and
+modes (grad, anomaly detection, threads, float32 precision), the environment
+variables and the working directory.
 
 `StrictMode` turns on `torch.use_deterministic_algorithms(True)` (strict, not
 warn_only) and, while it is on, keeps user code from turning it off: calls to
@@ -55,16 +56,94 @@ class TorchFlags:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+# The objects with a float32 `fp32_precision` setting (torch 2.9 on), by path under torch.backends.
+_FP32_SETTINGS = ("", "cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn", "mkldnn", "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn")
+
+
+def _fp32_settings() -> list:
+    out = []
+    for path in _FP32_SETTINGS:
+        owner = torch.backends
+        for part in path.split(".") if path else ():
+            owner = getattr(owner, part, None)
+        if owner is not None and hasattr(owner, "fp32_precision"):
+            out.append(owner)
+    return out
+
+
+def _read(getter):
+    """getter(), or None where torch refuses to say (it raises once its two TF32 APIs were mixed)."""
+    try:
+        return getter()
+    except (RuntimeError, AttributeError):
+        return None
+
+
+class TorchModes:
+    """torch's process-wide modes a script may set at its top level, as they stand.
+
+    Grad mode, anomaly detection, the default device (`torch.set_default_device`),
+    the intra-op thread count, and float32 matmul and convolution precision
+    (TF32). The last has two APIs: the legacy one (`set_float32_matmul_precision`,
+    `cudnn.allow_tf32`) and, from torch 2.9, a `fp32_precision` per backend. A
+    setter of either changes what the other reads, and the legacy getters raise
+    once the newer API was used; so `restore` puts the legacy values back first,
+    then every `fp32_precision` (checked on 2.11 and 2.14 in tests/trace/test_state.py).
+    """
+
+    def __init__(self, grad: bool, anomaly: tuple, device_context, threads: int, matmul, cudnn_tf32, fp32: tuple):
+        self.grad, self.anomaly, self.device_context, self.threads = grad, anomaly, device_context, threads
+        self.matmul, self.cudnn_tf32, self.fp32 = matmul, cudnn_tf32, fp32
+
+    @classmethod
+    def capture(cls) -> TorchModes:
+        return cls(
+            torch.is_grad_enabled(),
+            (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+            _device_context(),
+            torch.get_num_threads(),
+            _read(torch.get_float32_matmul_precision),
+            _read(lambda: torch.backends.cudnn.allow_tf32),
+            tuple(owner.fp32_precision for owner in _fp32_settings()),
+        )
+
+    def restore(self) -> None:
+        if torch.is_grad_enabled() != self.grad:
+            torch.set_grad_enabled(self.grad)
+        if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != self.anomaly:
+            torch.autograd.set_detect_anomaly(*self.anomaly)
+        if _device_context() is not self.device_context:
+            # None: no default device was set (get_default_device() reads cpu); the run's context is left.
+            torch.set_default_device(self.device_context.device if self.device_context is not None else None)
+        if torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        if self.matmul is not None and _read(torch.get_float32_matmul_precision) != self.matmul:
+            torch.set_float32_matmul_precision(self.matmul)
+        if self.cudnn_tf32 is not None and _read(lambda: torch.backends.cudnn.allow_tf32) != self.cudnn_tf32:
+            torch.backends.cudnn.allow_tf32 = self.cudnn_tf32
+        for owner, value in zip(_fp32_settings(), self.fp32):
+            if owner.fp32_precision != value:
+                owner.fp32_precision = value
+
+
+def _device_context():
+    """The context `torch.set_default_device` entered, or None. Read, not asked of
+    `torch.get_default_device()`, which makes a tensor on that device to name it."""
+    return getattr(getattr(torch, "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
+
+
 class ProcessState:
     """Context manager: the process state a run may change, captured on entry and put back on exit.
 
-    torch's determinism flags (TorchFlags), its default dtype, every environment
-    variable (those the run set are removed, those it changed or removed get
-    their value back) and the working directory (a script may os.chdir).
+    torch's determinism flags (TorchFlags), its default dtype and its modes
+    (TorchModes), every environment variable (those the run set are removed,
+    those it changed or removed get their value back) and the working directory
+    (a script may os.chdir).
     """
 
-    def __init__(self, flags: TorchFlags, dtype, environ: dict[str, str], cwd: str | None):
+    def __init__(self, flags: TorchFlags, dtype, environ: dict[str, str], cwd: str | None, modes: TorchModes | None = None):
         self.flags, self.dtype, self.environ, self.cwd = flags, dtype, environ, cwd
+        self.modes = modes
 
     @classmethod
     def capture(cls) -> ProcessState:
@@ -72,11 +151,13 @@ class ProcessState:
             cwd = os.getcwd()
         except OSError:  # the folder was removed under the process: nothing to go back to
             cwd = None
-        return cls(TorchFlags.capture(), torch.get_default_dtype(), dict(os.environ), cwd)
+        return cls(TorchFlags.capture(), torch.get_default_dtype(), dict(os.environ), cwd, TorchModes.capture())
 
     def restore(self) -> None:
         self.flags.restore()
         torch.set_default_dtype(self.dtype)
+        if self.modes is not None:
+            self.modes.restore()
         restore_environ(self.environ)
         if self.cwd is not None:
             try:

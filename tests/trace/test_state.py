@@ -209,3 +209,95 @@ def test_a_command_puts_back_the_default_dtype_environment_and_folder(capsys, tm
     assert dict(os.environ) == environ
     if command == "scan":  # the report still says what the target trained with
         assert json.loads(stdout)["env"]["cublas_workspace_config"] == ":4096:2"
+
+
+# ---------------------------------------------------------------- torch's modes (TorchModes)
+
+
+def _modes() -> tuple:
+    """torch's modes as a comparable tuple, read as TorchModes does (None where a legacy getter refuses)."""
+    from opscan.trace.state import TorchModes
+
+    m = TorchModes.capture()
+    return (m.grad, m.anomaly, m.device_context, m.threads, m.matmul, m.cudnn_tf32, m.fp32)
+
+
+def _fp32(path: str, value: str):
+    def set_it():
+        owner = torch.backends
+        for part in path.split(".") if path else ():
+            owner = getattr(owner, part)
+        owner.fp32_precision = value
+
+    return set_it
+
+
+# Each way a script sets float32 precision: the legacy API, and torch 2.9's per-backend one where present.
+_PRECISION_SETTERS = [
+    ("matmul high", lambda: torch.set_float32_matmul_precision("high")),
+    ("matmul medium", lambda: torch.set_float32_matmul_precision("medium")),
+    ("matmul allow_tf32", lambda: setattr(torch.backends.cuda.matmul, "allow_tf32", True)),
+    ("cudnn allow_tf32 off", lambda: setattr(torch.backends.cudnn, "allow_tf32", False)),
+]
+if hasattr(torch.backends, "fp32_precision"):
+    _PRECISION_SETTERS += [
+        ("all tf32", _fp32("", "tf32")),
+        ("cuda.matmul tf32", _fp32("cuda.matmul", "tf32")),
+        ("cudnn.conv ieee", _fp32("cudnn.conv", "ieee")),
+        ("mkldnn bf16", _fp32("mkldnn", "bf16")),
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(st.sampled_from(_PRECISION_SETTERS), min_size=1, max_size=4))
+def test_float32_precision_set_through_either_api_is_put_back(steps):
+    """The legacy getters raise once the newer API was used: what was readable before reads the same after."""
+    from opscan.trace.state import TorchModes
+
+    before = _modes()
+    saved = TorchModes.capture()
+    try:
+        for _, set_it in steps:
+            set_it()
+    finally:
+        saved.restore()
+    assert _modes() == before, [name for name, _ in steps]
+    assert before[4] is not None and torch.get_float32_matmul_precision() == before[4]
+    assert before[5] is not None and torch.backends.cudnn.allow_tf32 == before[5]
+
+
+MODES_SCRIPT = """
+import torch
+
+torch.set_grad_enabled(False)
+torch.set_default_device("cpu")
+torch.set_num_threads(1)
+torch.autograd.set_detect_anomaly(True, check_nan=False)
+torch.set_float32_matmul_precision("medium")
+torch.backends.cudnn.allow_tf32 = False
+
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+with torch.enable_grad():
+    for _ in range(2):
+        opt.zero_grad()
+        model(torch.randn(3, 4)).sum().backward()
+        opt.step()
+"""
+
+
+@pytest.mark.parametrize("command", ["scan", "record"])
+def test_a_command_puts_back_the_modes_a_script_sets(capsys, tmp_path, command):
+    """A script's top-level `set_grad_enabled(False)` or default device must not reach the caller (nor a next target)."""
+    from opscan.cli import main
+    from tests.util import chdir
+
+    (tmp_path / "modes.py").write_text(MODES_SCRIPT)
+    out = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else ["--output-format", "json"]
+    before = _modes()
+    assert before[2] is None  # no default device set: the script's cpu context must go, not stay
+    with chdir(tmp_path):
+        rc = main([command, "--device", "cpu", *out, "--run", "modes.py"])
+    _, err = capsys.readouterr()
+    assert rc in (0, 1), err
+    assert _modes() == before
