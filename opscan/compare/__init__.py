@@ -86,18 +86,25 @@ def compare_records(path_a: str, path_b: str) -> Report:
             )
         )
         return build_report(None, env_rows=[], notices=notices, errors=errors)
+    engines = (ha.env.get("record_engine") or "python", hb.env.get("record_engine") or "python")  # records before the key: python
+    if engines[0] != engines[1]:
+        # Their ops differ in granularity (docs/record.md, Engines): aligned, the same run's records
+        # differ in hundreds of places, and a DET203 saying the runs ran different ops would be false.
+        ra.close()
+        rb.close()
+        errors.append(
+            Problem(
+                f"the records were made by different engines ({path_a}: {engines[0]}, {path_b}: {engines[1]}), "
+                "which record ops at different granularity, so they cannot be compared op by op; "
+                "record both with the same --engine (python works on every device)"
+            )
+        )
+        return build_report(None, env_rows=[], notices=notices, errors=errors)
     env_rows = env_differences(ha, hb)
     if ha.target != hb.target or ha.argv != hb.argv:
         notices.append(
             f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
             "compared op by op all the same"
-        )
-    engines = (ha.env.get("record_engine") or "python", hb.env.get("record_engine") or "python")  # records before the key: python
-    if engines[0] != engines[1]:
-        notices.append(
-            f"warning: the records were made by different engines ({path_a}: {engines[0]}, {path_b}: {engines[1]}); "
-            "their ops differ in granularity (docs/record.md, Engines), so they align only loosely: record both with "
-            "the same --engine"
         )
     walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS])
     left = _walk(ra, rb, walker, errors)
