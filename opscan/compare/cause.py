@@ -184,6 +184,11 @@ class Walker:
         self._cache: tuple[list, list, Alignment] | None = None
         self._prev: tuple[list[Op], list[Op]] = ([], [])
         self._param_names: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        # Outputs that look equal in both runs but may hold their values in another order (the
+        # fingerprints are blind to order): those of a random op whose generator state differs
+        # (`randperm` gives the same values whatever the seed), and what ops make of them without
+        # a visible difference. By fingerprint: (step, index in a, index in b, the op in a, in b).
+        self._reordered: dict[str, tuple[int, int, int, Op, Op]] = {}
 
     # ------------------------------------------------------------ one step
 
@@ -201,12 +206,17 @@ class Walker:
         for x, y in al.pairs:
             oa, ob = ops_a[x], ops_b[y]
             if oa.outs == ob.outs or not _differ(oa.outs, ob.outs) or _packet(oa.op) in UNINITIALISED:
+                self._note_reordered(sa.step, x, y, oa, ob)
                 continue
             differ += 1
             if first is None:
                 first = oa
             if not _differ(oa.ins, ob.ins):
-                self._add(self._equal_inputs(sa.step, x, y, oa, ob))
+                draw = next((self._reordered[fp] for fp in oa.ins if fp in self._reordered), None)
+                if draw is not None:
+                    self._add(self._reordered_input(sa.step, oa, draw))
+                else:
+                    self._add(self._equal_inputs(sa.step, x, y, oa, ob))
             elif self.primary is None:
                 self._add(self._entering(sa.step, x, y, ops_a, ops_b, al))
             if self.first_numeric is None:
@@ -290,6 +300,38 @@ class Walker:
             return
         cause.steps = [cause.step]
         self.causes[cause.key] = cause
+
+    # ------------------------------------------------------------ outputs equal but for order
+
+    def _note_reordered(self, step: int, x: int, y: int, a: Op, b: Op) -> None:
+        """Outputs that look equal: note them if they may be the same values in another order."""
+        if a.rng is not None and b.rng is not None and a.rng != b.rng:
+            draw = (step, x, y, a, b)
+        else:
+            draw = next((self._reordered[fp] for fp in a.ins if fp in self._reordered), None)
+            if draw is None:
+                return
+        for fp in a.outs:
+            if fp is not None and fp not in self._reordered:
+                self._reordered[fp] = draw
+
+    def _reordered_input(self, step: int, op: Op, draw: tuple[int, int, int, Op, Op]) -> Cause:
+        """`op` reads what looks equal, but came from a random op whose generator state differs."""
+        draw_step, x, y, a, b = draw
+        return Cause(
+            codes.RANDOM,
+            draw_step,
+            a,
+            a,
+            b,
+            f"`{a.op}` drew from a different generator state ({_where(a, draw_step)}): random stream shift; "
+            f"its outputs hold the same values in both runs, perhaps in another order, which the fingerprints "
+            f"cannot see, and `{op.op}` ({_where(op, step)}{_at(op)}), which reads them, gives different outputs "
+            f"from inputs that look equal. {self._rng_story(draw_step, x, y, a, b)}",
+            help="Make both runs draw the same random numbers in the same order: remove or move the extra draw, "
+            "or give it its own torch.Generator so that it leaves the global stream alone.",
+            help_code="gen = torch.Generator().manual_seed(0)\nperm = torch.randperm(n, generator=gen)",
+        )
 
     # ------------------------------------------------------------ same inputs, different outputs
 

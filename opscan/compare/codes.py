@@ -60,7 +60,10 @@ RANDOM_RULE = parse_doc(
 Reported by `opscan compare` for a random op (dropout, `normal_`,
 `randperm`, ...) whose inputs are equal in both runs but whose generator
 state (the `rng` of the record: Philox seed and offset on CUDA, a hash of
-the state on the CPU) differs, so its outputs differ. The finding names the
+the state on the CPU) differs, so its outputs differ. A draw whose outputs
+look equal (`randperm` gives the same values in another order, which the
+fingerprints cannot see) is reported where an op that reads them differs
+from inputs that look equal. The finding names the
 recorded draws that one run made and the other did not, before that op,
 and by how much the Philox offset moved. Parameters that differ before the
 first step (the models were initialised from different streams) are

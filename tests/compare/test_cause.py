@@ -131,3 +131,40 @@ def test_different_seeds_are_the_environment():
     )
     assert result.primary.code == "DET204"
     assert result.primary.message.startswith("The records were made with different seeds")
+
+
+def test_a_permutation_drawn_from_another_state_is_the_random_stream_not_the_kernel():
+    """`randperm` gives the same values in another order, which the fingerprints cannot see: the gather
+    that reads them differs from inputs that look equal, and the cause is the draw, not its kernel."""
+    ra, rb = Rng("cpu", state="aa"), Rng("cpu", state="bb")
+    a = [
+        op("aten.randperm.default", [], ["perm"], rng=ra),
+        op("aten.add.Tensor", ["perm"], ["shifted"]),  # the same values again: still maybe in another order
+        op("aten.index_select.default", ["x", "shifted"], ["y1"], i=2),
+        op("aten.relu.default", ["y1"], ["z1"]),
+    ]
+    b = [
+        op("aten.randperm.default", [], ["perm"], rng=rb),
+        op("aten.add.Tensor", ["perm"], ["shifted"]),
+        op("aten.index_select.default", ["x", "shifted"], ["y2"], i=2),
+        op("aten.relu.default", ["y2"], ["z2"]),
+    ]
+    result = walk(a, b)
+    assert [c.code for c in result.causes] == ["DET201"]
+    cause = result.primary
+    assert cause.at.op == "aten.randperm.default"
+    assert cause.message.startswith(
+        "`aten.randperm.default` drew from a different generator state (step 0, forward, module `m`): random stream shift; "
+        "its outputs hold the same values in both runs, perhaps in another order, which the fingerprints cannot see, "
+        "and `aten.index_select.default` (step 0, forward, module `m` at net.py:7), which reads them, gives different "
+        "outputs from inputs that look equal. The generator states differ (a: state aa, b: state bb)."
+    ), cause.message
+
+
+def test_a_kernel_reading_nothing_drawn_is_still_the_kernel():
+    """A draw whose state differs but whose outputs look equal explains only the ops that read them."""
+    ra, rb = Rng("cpu", state="aa"), Rng("cpu", state="bb")
+    a = [op("aten.randperm.default", [], ["perm"], rng=ra), op("aten.mm.default", ["x"], ["y1"])]
+    b = [op("aten.randperm.default", [], ["perm"], rng=rb), op("aten.mm.default", ["x"], ["y2"])]
+    result = walk(a, b)
+    assert [c.code for c in result.causes] == ["DET200"] and result.primary.at.op == "aten.mm.default"

@@ -470,3 +470,18 @@ def test_the_console_script_is_never_the_users_line(tmp_path, target, engine):
     files = {op["file"] for op in read(path)["ops"]}
     assert not any(f and "bin" in f.split("/") for f in files), files
     assert files >= {"models.py" if target.startswith("models") else "train.py"}
+
+
+def test_a_permutation_from_a_shifted_stream_is_blamed_on_the_draw(capsys, tmp_path, monkeypatch):
+    """`randperm` from another generator state gives the same values in another order, which the fingerprints
+    cannot see: compare names the draw (DET201), not the first op that reads it (which is no kernel's fault)."""
+    from opscan.compare import compare_records
+
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path, extra in zip(paths, ("", "1")):
+        monkeypatch.setenv("OPSCAN_TEST_EXTRA_DRAW", extra)
+        rc, _, err = record(capsys, "models.py:build_shuffler", "--steps", "2", "--engine", "python", *CPU, "-o", str(path))
+        assert rc == 0, err
+    report = compare_records(*map(str, paths))
+    assert [(f.code, f.line) for f in report.findings] == [("DET201", line_of("PERM_LINE"))], [f.message for f in report.findings]
+    assert report.findings[0].message.startswith("`aten.randperm.default` drew from a different generator state")
