@@ -89,8 +89,10 @@ def _ours(during: str, fn: Callable, *args):
     except (_Stop, OpscanFailure):
         raise
     except Exception as exc:
-        if "CUDA error" in str(exc):
-            raise  # a kernel's failure is reported at the next synchronisation, which may be opscan's: maybe the target's
+        if type(exc).__name__ == "AcceleratorError" or "CUDA error" in str(exc):
+            # A kernel's failure is reported at the next synchronisation, which may be opscan's: maybe the
+            # target's. torch raises AcceleratorError for it (2.8 on); the text is for older releases.
+            raise
         raise OpscanFailure(exc, during) from exc
 
 
@@ -99,6 +101,14 @@ def _internal_problem(exc: OpscanFailure, target: Target) -> Problem:
     import traceback
 
     original = exc.original
+    if isinstance(original, MemoryError) or type(original).__name__ == "OutOfMemoryError":
+        # Not a bug: opscan's own work (fingerprint buffers, the probe's copies) needs memory beside the target's.
+        return Problem(
+            f"opscan ran out of memory {exc.during} while running {target.name}: its own work needs memory beside the "
+            f"target's; free some (a smaller batch, fewer other processes on the device) and run it again: "
+            f"{type(original).__name__}: {original}",
+            target.name,
+        )
     return Problem(
         f"opscan failed {exc.during} while running {target.name} (a bug in opscan, not in the target; please report it): "
         f"{type(original).__name__}: {original}",

@@ -435,6 +435,23 @@ def test_a_failure_of_opscans_own_step_work_is_opscans_not_the_targets(capsys, t
     assert "in _end_step" in err  # the whole traceback: opscan's own frames are what a report needs
 
 
+def test_opscans_own_step_work_running_out_of_memory_is_no_bug_report(capsys, tmp_path, monkeypatch):
+    import opscan.trace.record as record_module
+
+    def failing(self, params):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(record_module.Recorder, "_param_blocks", failing)
+    rc, _, err = record(capsys, *CPU, "-o", str(tmp_path / "r.jsonl"), "models.py:build_clean")
+    assert rc == 2
+    assert (
+        "opscan: error: opscan ran out of memory at the end of step 0 while running models.py:build_clean: its own work "
+        "needs memory beside the target's; free some (a smaller batch, fewer other processes on the device) and run it "
+        "again: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    ) in err, err
+    assert "a bug in opscan" not in err and "models.py:build_clean raised" not in err
+
+
 # What pip writes for `[project.scripts] opscan = "opscan.cli:entry"`: a file outside the package.
 LAUNCHER = """# -*- coding: utf-8 -*-
 import re
