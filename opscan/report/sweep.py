@@ -523,7 +523,11 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
     done, crashed, seconds = read_state(state_path, header)
     # Opened before the cases are built (torch's OpInfo database, seconds): a state file that cannot be written is told at once.
     state = _State(state_path, header, fresh=not os.path.exists(state_path) or os.path.getsize(state_path) == 0)
-    selected = cases(device, samples=samples, patterns=patterns)
+    try:
+        selected = cases(device, samples=samples, patterns=patterns)
+    except BaseException:  # a bad pattern, an OpInfo import that fails, Ctrl-C: the file is not left open
+        state.close()
+        raise
     torch_version = torch.__version__
     tried, stopped, broken, running = 0, "", "", None
     try:

@@ -182,3 +182,23 @@ def test_an_interrupted_sweep_reports_what_it_did_and_resumes_the_rest(tmp_path,
     doc = json.loads(out)
     assert doc["env"]["sweep"] == "complete: 4 cases" and doc["env"]["sweep_tried_now"] == 3
     assert all(r["verdict"] != matrix.V_ERROR for r in ops_rows(doc)), "an interrupted case is not a crashed one"
+
+
+def test_the_state_file_is_closed_when_the_cases_cannot_be_built(tmp_path, monkeypatch):
+    from opscan.report import sweep
+
+    opened = []
+    real_init = sweep._State.__init__
+
+    def tracking(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        opened.append(self)
+
+    def failing(*args, **kwargs):
+        raise KeyboardInterrupt  # Ctrl-C while torch's OpInfo database loads
+
+    monkeypatch.setattr(sweep._State, "__init__", tracking)
+    monkeypatch.setattr(sweep, "cases", failing)
+    with pytest.raises(KeyboardInterrupt):
+        sweep.sweep(None, device="cpu", env={}, state_path=str(tmp_path / "state.jsonl"), deadline=float("inf"))
+    assert len(opened) == 1 and opened[0].file.closed
