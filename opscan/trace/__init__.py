@@ -45,16 +45,25 @@ def check(model, inputs, loss_fn=None, *, device=None, rules=None):
     `inputs` is a tensor, a tuple of positional arguments or a dict of keyword
     arguments. `loss_fn(output)` makes the scalar to backpropagate; by default
     the sum of every floating-point output. With `device`, model and inputs are
-    moved there first; otherwise they stay where they are.
+    moved there first; otherwise they stay where they are. The random
+    generators, torch's flags and modes are as before when it returns, so a
+    test that checks its model draws the same numbers afterwards.
     """
     _import_tracer()
+    from opscan.trace.state import ProcessState, RngState
     from opscan.trace.targets import Workload, run_workload
 
     workload = Workload(name=None, model=model, inputs=inputs, loss_fn=loss_fn)
     if device is not None:
         workload = workload.to(device)
-    with trace(roots=(model,), rules=rules) as t:
-        run_workload(workload)
+    # The forward pass draws (dropout) and the model may set modes: as the commands' runner does.
+    saved, generators = ProcessState.capture(), RngState.capture()
+    try:
+        with trace(roots=(model,), rules=rules) as t:
+            run_workload(workload)
+    finally:
+        saved.restore()
+        generators.restore()
     return t.findings
 
 

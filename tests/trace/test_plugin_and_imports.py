@@ -60,6 +60,15 @@ def test_linear_is_ready(assert_deterministic_ready):
 def test_flags_are_back(assert_deterministic_ready):
     assert_deterministic_ready(nn.Linear(3, 2), torch.randn(4, 3))
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_the_random_stream_is_as_if_the_check_had_not_run(assert_deterministic_ready):
+    model, x = nn.Sequential(nn.Linear(3, 2), nn.Dropout(0.5)), torch.randn(4, 3)
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    assert_deterministic_ready(model, x)  # its forward pass draws the dropout mask
+    assert torch.equal(torch.rand(3), expected)
 '''
 
 
@@ -78,6 +87,6 @@ def test_fixture_fails_a_model_that_is_not_ready(tmp_path):
     )
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
-    assert "1 failed, 2 passed" in out
+    assert "1 failed, 3 passed" in out
     assert "test_unpool_is_not_ready" in out
     assert "aten.max_unpool2d.default (max_unpooling2d_forward_out), forward, module unpool, at test_models.py:15" in out
