@@ -473,7 +473,7 @@ def _lint_files(folder: Path, files: dict[str, bytes]) -> None:
     for name, data in files.items():
         (folder / name).write_bytes(data)
         facts = extract(str(folder / name), data)  # the facts pass never raises ...
-        pickle.loads(pickle.dumps(facts))  # ... and its result can be cached
+        assert pickle.loads(pickle.dumps(facts)) == facts  # ... and its result can be cached, or sent from a worker, whole
     report = engine.run([str(folder)], Config(root=folder), torch_version=NEWEST_TORCH, use_cache=False)
     for fmt in ("text", "json", "sarif", "github"):
         render(report, fmt)

@@ -58,3 +58,26 @@ def test_unused_entries_are_pruned_once_they_outnumber_the_used(tmp_path, capsys
     assert 1 <= len(entries) <= 2 * 1 + 3
     rc, out = _run(tmp_path, capsys)
     assert rc == 1 and "DET001" in out
+
+
+def test_facts_survive_pickling_whole():
+    """Facts are pickled into the cache and from worker processes, with their events packed flat: every
+    fixture, example and opscan module comes back equal, field by field, with and without the call filter."""
+    import pickle
+    from pathlib import Path
+
+    from opscan.lint.facts import extract
+    from opscan.lint.relevance import CallFilter
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted([*(root / "tests" / "fixtures").rglob("*.py"), *(root / "examples").rglob("*.py"), *(root / "opscan").rglob("*.py")])
+    assert len(files) > 300
+    events = 0
+    for calls in (None, CallFilter.for_lint()):
+        for path in files:
+            facts = extract(str(path), path.read_bytes(), "pkg", calls)
+            back = pickle.loads(pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL))
+            assert back == facts, path
+            assert [type(e.what) for e in back.body] == [type(e.what) for e in facts.body], path
+            events += len(facts.body) + sum(len(f.events) for f in facts.functions.values())
+    assert events > 10_000
