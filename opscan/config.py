@@ -142,19 +142,26 @@ class Config:
                     f"{where} {self.torch_version!r} is not a torch version or specifier like \"2.14\" or \">=2.4,<2.7\" ({exc})"
                 ) from None
 
-    def relpath(self, path: Path) -> str:
+    def relpath(self, path: Path, resolved: str | None = None) -> str:
+        """`path` relative to the root, both resolved; `resolved`: the path already resolved (discovery has it)."""
         cached = self.__dict__.get("_resolved_root")  # asked once per file and per finding
         if cached is None or cached[0] != self.root:
-            cached = self.__dict__["_resolved_root"] = (self.root, resolve(self.root))
+            real = resolve(self.root)
+            text = str(real)
+            cached = self.__dict__["_resolved_root"] = (self.root, real, text if text.endswith(os.sep) else text + os.sep)
+        if resolved is not None and os.sep == "/":  # normalised absolute paths: a prefix test is relative_to's answer
+            if resolved.startswith(cached[2]):
+                return resolved[len(cached[2]) :]
+            return "." if resolved == str(cached[1]) else path.as_posix()
         try:
-            return resolve(path).relative_to(cached[1]).as_posix()
+            return (Path(resolved) if resolved is not None else resolve(path)).relative_to(cached[1]).as_posix()
         except ValueError:
             return path.as_posix()
 
-    def is_excluded(self, path: Path) -> bool:
+    def is_excluded(self, path: Path, resolved: str | None = None) -> bool:
         """A pattern matches the path relative to the root (or a folder above it), or, without a `/`, any one part."""
         whole, part = self._exclude_matchers()
-        rel = self.relpath(path)
+        rel = self.relpath(path, resolved)
         return bool(whole and whole(rel)) or bool(part and any(part(p) for p in rel.split("/")))
 
     def _exclude_matchers(self):

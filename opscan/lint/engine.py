@@ -13,7 +13,7 @@ import stat
 import sys
 
 from opscan._path import Path
-from opscan.config import Config
+from opscan.config import Config, resolve
 from opscan.findings import Finding, Report
 from opscan.lint.context import Context
 from opscan.lint.facts import ModuleFacts, extract
@@ -40,9 +40,9 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: s
     notices: list[str] = []
     seen: set[str] = set()
 
-    def add(path: Path) -> None:
+    def add(path: Path, key: str | None = None) -> None:
         try:
-            key = str(path.resolve(strict=True))
+            key = key or str(path.resolve(strict=True))
         except (OSError, RuntimeError) as exc:  # symlink loop, dangling link
             import errno  # here: most runs meet no broken link, and the import costs start-up ~50 µs
 
@@ -68,16 +68,27 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: s
                 if deps is not None:
                     deps.add(os.path.abspath(dirpath))
                 base = Path(dirpath)
-                dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d))
+                # The folder resolved once, then each entry in it by one lstat: resolving each path
+                # whole (twice, to dedupe and to match the exclusions) was 2% of a run on torch's tree.
+                real_base = str(resolve(base))
+                dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d, _resolved_in(real_base, d)))
                 for name in sorted(filenames):
-                    child = base / name
-                    if name.endswith(".py") and not cfg.is_excluded(child):
-                        add(child)
+                    if not name.endswith(".py"):
+                        continue
+                    child, real = base / name, _resolved_in(real_base, name)
+                    if not cfg.is_excluded(child, real):
+                        add(child, real)
         elif force_exclude and cfg.is_excluded(path):
             continue
         else:
             add(path)
     return files, notices
+
+
+def _resolved_in(real_folder: str, name: str) -> str | None:
+    """The resolved path of `name` in a resolved folder: the two joined, unless `name` is a link (None: resolve it whole)."""
+    joined = os.path.join(real_folder, name)
+    return None if os.path.islink(joined) else joined
 
 
 # Many files are linted on every core; below these sizes forking costs more than it saves.

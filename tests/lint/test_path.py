@@ -102,3 +102,45 @@ def test_the_project_resolves_paths_as_pathlib(tmp_path, monkeypatch):
     project = Project(lambda *a, **k: None, [tmp_path])
     for text in texts * 2:  # the second time from what it kept
         assert project._real(Path(text)) == str(pathlib.Path(text).resolve()), text
+
+
+def test_discovery_resolves_and_excludes_as_a_whole_resolve_does(tmp_path, monkeypatch):
+    # discover() resolves each walked folder once and each entry by one lstat, and matches the
+    # exclusions against that: the files, their order and what is excluded must be as if every
+    # path were resolved whole, through linked files, linked folders, dangling links and loops.
+    from opscan.config import Config
+    from opscan.lint import engine
+
+    root = tmp_path / "proj"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "gen").mkdir()
+    (root / "elsewhere").mkdir()
+    for name in ("pkg/m.py", "pkg/sub/n.py", "gen/g.py", "elsewhere/e.py", "top.py"):
+        (root / name).write_text("x = 1\n")
+    (root / "pkg" / "to_gen.py").symlink_to(root / "gen" / "g.py")  # a link into an excluded folder
+    (root / "pkg" / "dup.py").symlink_to("m.py")  # the same file twice: listed once
+    (root / "pkg" / "out.py").symlink_to(tmp_path / "outside.py")
+    (tmp_path / "outside.py").write_text("y = 2\n")  # outside the root
+    (root / "pkg" / "dangling.py").symlink_to(root / "nowhere.py")
+    (root / "pkg" / "loop.py").symlink_to(root / "pkg" / "loop.py")
+    (root / "linked_pkg").symlink_to(root / "pkg")  # a linked folder: not walked (followlinks=False)
+    monkeypatch.chdir(root)
+    cfg = Config(root=root)
+    cfg.extend_exclude = ["gen", "pkg/sub"]
+    fast = engine.discover(["."], cfg)
+    calls = []
+    real_is_excluded = Config.is_excluded
+
+    def whole(self, path, resolved=None):  # the path resolved whole, as before
+        calls.append(resolved)
+        return real_is_excluded(self, path)
+
+    monkeypatch.setattr(Config, "is_excluded", whole)
+    monkeypatch.setattr(engine, "_resolved_in", lambda folder, name: None)
+    slow = engine.discover(["."], cfg)
+    assert fast == slow
+    files, notices = fast
+    # dup.py is m.py (sorted first, it stands for both); to_gen.py resolves into the excluded gen/.
+    assert [f.as_posix() for f in files] == ["top.py", "elsewhere/e.py", "pkg/dup.py", "pkg/out.py"]
+    assert notices == ["warning: skipped pkg/dangling.py: No such file or directory", "warning: skipped pkg/loop.py: symlink loop"]
+    assert calls and all(c is None for c in calls)  # the second run did resolve whole
