@@ -82,8 +82,9 @@ def _pack_events(events: list[Event]) -> list[tuple]:
 
     Pickle memoises and reduces every object it meets, so the three objects of a
     call event (Event, Loc, Call, with its CallArgs) cost four reductions; as one
-    tuple of plain values they cost none. On torch's tree this halves pickling the
-    facts (0.9 s to 0.3 s of CPU, a worker's half of it on the read phase's path).
+    tuple of plain values they cost none. With each function packed as one tuple
+    (ModuleFacts.__reduce__), dumping the facts of torch's tree went from 0.97 s to
+    about 0.4 s of CPU, a worker's half of it on the read phase's path.
     """
     out = []
     append = out.append

@@ -105,7 +105,7 @@ class Built(Frozen):
 
     _fields = ("qualname", "args", "loc")
     __slots__ = _fields
-    __reduce__ = by_fields  # pickled with the facts: smaller and faster than the slots' state
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
     def __init__(self, qualname: str, args: CallArgs, loc: Loc):
         self.qualname = qualname
@@ -124,7 +124,7 @@ class Effect(Frozen):
     """What a call or statement does to the state determinism depends on."""
 
     __slots__ = ()
-    __reduce__ = by_fields  # pickled with the facts: smaller and faster than the slots' state
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
 
 class Seed(Effect):
@@ -221,7 +221,7 @@ class Import(Frozen):
 
     _fields = ("modules",)
     __slots__ = _fields
-    __reduce__ = by_fields  # pickled with the facts: smaller and faster than the slots' state
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
     def __init__(self, modules: tuple[str, ...]):
         self.modules = modules
@@ -240,7 +240,7 @@ class Loader(Frozen):
 
     _fields = ("dataset", "collate_fn", "worker_init_fn", "num_workers")
     __slots__ = _fields
-    __reduce__ = by_fields  # pickled with the facts: smaller and faster than the slots' state
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
     def __init__(self, dataset: str | None, collate_fn: str | None, worker_init_fn: str | None, num_workers: Any):
         self.dataset = dataset
@@ -255,7 +255,7 @@ class Guard(Frozen):
 
     _fields = ("when", "begin")
     __slots__ = _fields
-    __reduce__ = by_fields  # pickled with the facts: smaller and faster than the slots' state
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
     def __init__(self, when: str, begin: bool):
         self.when = when

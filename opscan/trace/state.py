@@ -113,7 +113,7 @@ class TorchModes:
         if (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()) != self.anomaly:
             torch.autograd.set_detect_anomaly(*self.anomaly)
         if _device_context() is not self.device_context:
-            # None: no default device was set (get_default_device() reads cpu); the run's context is left.
+            # It leaves the context the run entered; with None, no default device is set, as before the run.
             torch.set_default_device(self.device_context.device if self.device_context is not None else None)
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
