@@ -50,6 +50,13 @@ def _normalise(parts) -> str:
     return root + rest if (root or rest) else "."
 
 
+def resolved_in(real_folder: str, name: str) -> str | None:
+    """The resolved path of `name` in an already resolved folder: the two joined, by one lstat;
+    None where that is not the answer (`name` is a link, or `.`/`..`): resolve the path whole then."""
+    joined = os.path.join(real_folder, name)
+    return None if name in ("", ".", "..") or os.path.islink(joined) else joined
+
+
 class Path:
     """An absolute or relative POSIX path, as pathlib spells it."""
 

@@ -212,7 +212,7 @@ class Walker:
             if first is None:
                 first = oa
             if not _differ(oa.ins, ob.ins):
-                draw = next((self._reordered[fp] for fp in oa.ins if fp in self._reordered), None)
+                draw = self._reordered_input_of(oa)
                 if draw is not None:
                     self._add(self._reordered_input(sa.step, oa, draw))
                 else:
@@ -308,12 +308,16 @@ class Walker:
         if a.rng is not None and b.rng is not None and a.rng != b.rng:
             draw = (step, x, y, a, b)
         else:
-            draw = next((self._reordered[fp] for fp in a.ins if fp in self._reordered), None)
+            draw = self._reordered_input_of(a)
             if draw is None:
                 return
         for fp in a.outs:
             if fp is not None and fp not in self._reordered:
                 self._reordered[fp] = draw
+
+    def _reordered_input_of(self, op: Op) -> tuple[int, int, int, Op, Op] | None:
+        """The draw behind the first input of `op` that may be reordered, if any."""
+        return next((self._reordered[fp] for fp in op.ins if fp in self._reordered), None)
 
     def _reordered_input(self, step: int, op: Op, draw: tuple[int, int, int, Op, Op]) -> Cause:
         """`op` reads what looks equal, but came from a random op whose generator state differs."""

@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 
-from opscan._path import Path
+from opscan._path import Path, resolved_in
 from opscan.config import Config, resolve
 from opscan.findings import Finding, Report
 from opscan.lint.context import Context
@@ -71,11 +71,11 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: s
                 # The folder resolved once, then each entry in it by one lstat: resolving each path
                 # whole (twice, to dedupe and to match the exclusions) was 2% of a run on torch's tree.
                 real_base = str(resolve(base))
-                dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d, _resolved_in(real_base, d)))
+                dirnames[:] = sorted(d for d in dirnames if not cfg.is_excluded(base / d, resolved_in(real_base, d)))
                 for name in sorted(filenames):
                     if not name.endswith(".py"):
                         continue
-                    child, real = base / name, _resolved_in(real_base, name)
+                    child, real = base / name, resolved_in(real_base, name)
                     if not cfg.is_excluded(child, real):
                         add(child, real)
         elif force_exclude and cfg.is_excluded(path):
@@ -83,12 +83,6 @@ def discover(paths: list[str], cfg: Config, force_exclude: bool = False, deps: s
         else:
             add(path)
     return files, notices
-
-
-def _resolved_in(real_folder: str, name: str) -> str | None:
-    """The resolved path of `name` in a resolved folder: the two joined, unless `name` is a link (None: resolve it whole)."""
-    joined = os.path.join(real_folder, name)
-    return None if os.path.islink(joined) else joined
 
 
 # Many files are linted on every core; below these sizes forking costs more than it saves.

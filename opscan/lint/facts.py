@@ -111,10 +111,6 @@ def _unpack_events(rows: list[tuple]) -> list[Event]:
     return out
 
 
-def _function_facts(qualname: str, loc: Loc, rows: list[tuple], params: tuple[str, ...]) -> FunctionFacts:
-    return FunctionFacts(qualname, loc, _unpack_events(rows), params)
-
-
 def _module_facts(state: tuple) -> ModuleFacts:
     facts = ModuleFacts.__new__(ModuleFacts)
     for name, value in zip(ModuleFacts._fields, state):
@@ -130,9 +126,6 @@ def _module_facts(state: tuple) -> ModuleFacts:
 class FunctionFacts(Plain):
     _fields = ("qualname", "loc", "events", "params")
     __slots__ = _fields
-
-    def __reduce__(self):  # events packed flat (_pack_events)
-        return (_function_facts, (self.qualname, self.loc, _pack_events(self.events), self.params))
 
     def __init__(self, qualname: str, loc: Loc, events: list[Event] | None = None, params: tuple[str, ...] = ()):
         self.qualname = qualname  # within the module, e.g. "main", "Net.forward"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from opscan._path import Path
+from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
 from opscan.lint.model import UNKNOWN, Call, Guard, Import, Loader, Loc
@@ -241,9 +241,8 @@ class Project:
         return mod
 
     def _rooted_package(self, path: Path, key: str) -> str:
-        """The package the roots give the file `key`, as its own entry is named ("" outside them)."""
-        name = self._dotted_name(path, Path(key))
-        return name if path.name == "__init__.py" else name.rpartition(".")[0]
+        """The package the roots give the module file `key`, as its own entry is named ("" outside them)."""
+        return self._dotted_name(path, Path(key)).rpartition(".")[0]
 
     def _provides(self, package: str) -> bool:
         """Whether an import of `package` (or of a module under it) could find a project file."""
@@ -318,10 +317,7 @@ class Project:
             real_folder = self._real_paths.get(folder)
             if real_folder is None:
                 real_folder = self._real_paths[folder] = str(Path(folder or ".").resolve())
-            real = os.path.join(real_folder, name)
-            if name in ("", ".", "..") or os.path.islink(real):
-                real = str(Path(real).resolve())
-            self._real_paths[text] = real
+            real = self._real_paths[text] = resolved_in(real_folder, name) or str(Path(os.path.join(real_folder, name)).resolve())
         return real
 
     def _add_import_base(self, folder: Path) -> None:

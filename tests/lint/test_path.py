@@ -136,7 +136,7 @@ def test_discovery_resolves_and_excludes_as_a_whole_resolve_does(tmp_path, monke
         return real_is_excluded(self, path)
 
     monkeypatch.setattr(Config, "is_excluded", whole)
-    monkeypatch.setattr(engine, "_resolved_in", lambda folder, name: None)
+    monkeypatch.setattr(engine, "resolved_in", lambda folder, name: None)
     slow = engine.discover(["."], cfg)
     assert fast == slow
     files, notices = fast
