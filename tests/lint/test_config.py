@@ -150,6 +150,16 @@ def test_a_module_built_into_python_is_never_a_project_file(tmp_path, capsys):
     assert (rc, capsys.readouterr().out) == (0, "All checks passed!\n")
 
 
+@pytest.mark.parametrize("name", ["io", "os", "abc", "stat"])
+def test_a_module_loaded_at_start_up_is_never_a_project_file(tmp_path, capsys, name):
+    # Start-up has imported these (frozen from 3.11 on): `import io` returns that module, never an `io.py` beside the script.
+    files = {f"{name}.py": "import torch\n\ntorch.manual_seed(0)\n", "train.py": f"import torch\nimport {name}\n"}
+    _project(tmp_path, "[tool.opscan]\n", files)
+    with chdir(tmp_path):
+        rc = main(["lint", "--no-cache", "train.py"])
+    assert (rc, capsys.readouterr().out) == (0, "All checks passed!\n")
+
+
 def test_torch_version_from_config_and_flag(tmp_path, capsys):
     # put_ raises from torch 1.9 on: the config's 1.8 has no such op; the flag's 2.14 does.
     src = (
