@@ -84,16 +84,19 @@ class TorchModes:
 
     Grad mode, anomaly detection, the default device (`torch.set_default_device`),
     the intra-op thread count, and float32 matmul and convolution precision
-    (TF32). The last has two APIs: the legacy one (`set_float32_matmul_precision`,
+    (TF32), and inductor's `deterministic` flag, which `torch.use_deterministic_algorithms`
+    also sets (torch 2.11 and 2.14: `import torch._inductor.config as inductor_config;
+    inductor_config.deterministic = mode`). TF32 has two APIs: the legacy one (`set_float32_matmul_precision`,
     `cudnn.allow_tf32`) and, from torch 2.9, a `fp32_precision` per backend. A
     setter of either changes what the other reads, and the legacy getters raise
     once the newer API was used; so `restore` puts the legacy values back first,
     then every `fp32_precision` (checked on 2.11 and 2.14 in tests/trace/test_state.py).
     """
 
-    def __init__(self, grad: bool, anomaly: tuple, device_context, threads: int, matmul, cudnn_tf32, fp32: tuple):
+    def __init__(self, grad: bool, anomaly: tuple, device_context, threads: int, matmul, cudnn_tf32, fp32: tuple, inductor_deterministic: bool = False):
         self.grad, self.anomaly, self.device_context, self.threads = grad, anomaly, device_context, threads
         self.matmul, self.cudnn_tf32, self.fp32 = matmul, cudnn_tf32, fp32
+        self.inductor_deterministic = inductor_deterministic
 
     @classmethod
     def capture(cls) -> TorchModes:
@@ -105,6 +108,7 @@ class TorchModes:
             _read(torch.get_float32_matmul_precision),
             _read(lambda: torch.backends.cudnn.allow_tf32),
             tuple(owner.fp32_precision for owner in _fp32_settings()),
+            _inductor_deterministic(),
         )
 
     def restore(self) -> None:
@@ -124,6 +128,21 @@ class TorchModes:
         for owner, value in zip(_fp32_settings(), self.fp32):
             if owner.fp32_precision != value:
                 owner.fp32_precision = value
+        config = sys.modules.get(_INDUCTOR_CONFIG)
+        if getattr(config, "deterministic", self.inductor_deterministic) != self.inductor_deterministic:
+            config.deterministic = self.inductor_deterministic
+
+
+_INDUCTOR_CONFIG = "torch._inductor.config"
+
+
+def _inductor_deterministic() -> bool:
+    """inductor's `deterministic` flag. Not imported to read it (a run that never loads inductor
+    leaves it alone): unloaded, it is what the module would read on import."""
+    config = sys.modules.get(_INDUCTOR_CONFIG)
+    if config is not None and hasattr(config, "deterministic"):
+        return config.deterministic
+    return os.environ.get("TORCHINDUCTOR_DETERMINISTIC") == "1"
 
 
 def _device_context():

@@ -219,7 +219,7 @@ def _modes() -> tuple:
     from opscan.trace.state import TorchModes
 
     m = TorchModes.capture()
-    return (m.grad, m.anomaly, m.device_context, m.threads, m.matmul, m.cudnn_tf32, m.fp32)
+    return (m.grad, m.anomaly, m.device_context, m.threads, m.matmul, m.cudnn_tf32, m.fp32, m.inductor_deterministic)
 
 
 def _fp32(path: str, value: str):
@@ -275,6 +275,7 @@ torch.set_num_threads(1)
 torch.autograd.set_detect_anomaly(True, check_nan=False)
 torch.set_float32_matmul_precision("medium")
 torch.backends.cudnn.allow_tf32 = False
+torch.use_deterministic_algorithms(True)  # sets inductor's `deterministic` too
 
 model = torch.nn.Linear(4, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -286,7 +287,7 @@ with torch.enable_grad():
 """
 
 
-@pytest.mark.parametrize("command", ["scan", "record"])
+@pytest.mark.parametrize("command", ["scan", "scan --probe", "record", "diff --same-process --steps 1"])
 def test_a_command_puts_back_the_modes_a_script_sets(capsys, tmp_path, command):
     """A script's top-level `set_grad_enabled(False)` or default device must not reach the caller (nor a next target)."""
     from opscan.cli import main
@@ -295,9 +296,10 @@ def test_a_command_puts_back_the_modes_a_script_sets(capsys, tmp_path, command):
     (tmp_path / "modes.py").write_text(MODES_SCRIPT)
     out = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else ["--output-format", "json"]
     before = _modes()
+    assert before[7] is False  # inductor's flag as a process starts: the script's call must not outlive the run
     assert before[2] is None  # no default device set: the script's cpu context must go, not stay
     with chdir(tmp_path):
-        rc = main([command, "--device", "cpu", *out, "--run", "modes.py"])
+        rc = main([*command.split(), "--device", "cpu", *out, "--run", "modes.py"])
     _, err = capsys.readouterr()
     assert rc in (0, 1), err
     assert _modes() == before
