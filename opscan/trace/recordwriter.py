@@ -357,6 +357,10 @@ class WriterError(OSError):
     """The record could not be written (the writer process's error, or the writer process is gone)."""
 
 
+def _cannot_write(path: str, exc: OSError) -> WriterError:
+    return WriterError(exc.errno, exc.strerror or str(exc), path)
+
+
 class InlineWriter:
     """The encoder in this process: each step's lines are made and written before `step()` returns."""
 
@@ -369,10 +373,16 @@ class InlineWriter:
         return self.out.bytes
 
     def line(self, text: str) -> None:
-        self.out.write([text])
+        try:
+            self.out.write([text])
+        except OSError as exc:
+            raise _cannot_write(self.out.path, exc) from None
 
     def step(self, step: Step) -> None:
-        self.encoder.write_step(step)
+        try:
+            self.encoder.write_step(step)
+        except OSError as exc:  # a full disk, a reader that has gone (-o /dev/stdout | head)
+            raise _cannot_write(self.out.path, exc) from None
 
     def finish(self, end_line: str | None, *, commit: bool, remove: bool) -> tuple[str | None, int]:
         """Write the end line if any, then rename (commit) or abandon the file; returns (path kept, bytes)."""

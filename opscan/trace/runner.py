@@ -100,7 +100,12 @@ def _internal_problem(exc: OpscanFailure, target: Target) -> Problem:
     """The Problem for opscan's own failure: named as such, with the whole traceback (opscan's frames are the point)."""
     import traceback
 
+    from opscan.trace.recordwriter import WriterError
+
     original = exc.original
+    if isinstance(original, WriterError):  # the record's file or pipe, not opscan's code
+        what = f"cannot write {original.filename}: {original.strerror}" if original.filename else str(original)
+        return Problem(f"{what} {exc.during}; the run was stopped there", target.name)
     if isinstance(original, MemoryError) or type(original).__name__ == "OutOfMemoryError":
         # Not a bug: opscan's own work (fingerprint buffers, the probe's copies) needs memory beside the target's.
         return Problem(

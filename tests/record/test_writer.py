@@ -209,6 +209,29 @@ def test_record_to_a_link_to_its_own_stdout_reaches_the_pipe(tmp_path):
     assert link.is_symlink()
 
 
+@pytest.mark.skipif(not _FD_LINKS, reason="needs /proc/self/fd")
+def test_record_to_stdout_whose_reader_has_gone_says_so_without_a_traceback(tmp_path):
+    """`record -o /dev/stdout | head -1`: the broken pipe was reported as a bug in opscan, with its traceback."""
+    pytest.importorskip("torch")
+    import subprocess
+
+    from tests.record.helpers import CPU, FIXTURES, env
+
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "opscan", "record", "models.py:build_clean", *CPU, "--steps", "40", "-o", str(link)],
+        cwd=FIXTURES, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert json.loads(proc.stdout.readline())["type"] == "header"
+    # As `head -1` does. 40 steps are several times what a pipe holds: the run cannot have ended before this.
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 2
+    assert "Traceback" not in err and "bug in opscan" not in err, err
+    assert f"opscan: error: cannot write {link}: Broken pipe at the end of step" in err, err
+
+
 def test_a_record_through_a_symlink_replaces_the_file_and_keeps_the_link(tmp_path):
     real = tmp_path / "records" / "run.jsonl"
     real.parent.mkdir()
