@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 13  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat
+FACTS_VERSION = 14  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}")
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -644,6 +644,17 @@ class _FactsBuilder:
                     pending.append(node.args[0])
             elif isinstance(node, ast.IfExp):
                 pending += (node.orelse, node.body)
+            # A device named from parts, as data-parallel scripts name theirs: f"cuda:{rank}",
+            # "cuda:" + str(rank), "cuda:%d" % rank, "cuda:{}".format(rank).
+            elif isinstance(node, ast.JoinedStr):
+                if node.values:
+                    first = node.values[0]
+                    pending.append(first.value if isinstance(first, ast.FormattedValue) else first)
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+                pending.append(node.left)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+                if isinstance(node.func.value, ast.Constant):
+                    pending.append(node.func.value)
         return False
 
     def expression_events(self, node: ast.AST, scope: _Scope, out: list[Event]) -> None:
@@ -784,6 +795,8 @@ class _FactsBuilder:
                 device = callee == "torch.device"
             if device and ((value.args and self._device_is_cuda(value.args[0], scope)) or _mentions_cuda(value)):
                 scope.cuda_names.add(name)
+            elif func.__class__ is ast.Attribute and func.attr == "format" and self._device_is_cuda(value, scope):
+                scope.cuda_names.add(name)  # "cuda:{}".format(rank)
             return
         if cls is ast.Tuple or cls is ast.List:
             for t in target.elts:
