@@ -335,19 +335,24 @@ class TorchRange:
 
         "< 2.10" (the oldest targeted ones), ">= 2.4" (the newest ones),
         "2.4 to 2.9", "2.9", or a list of runs; "" when the subset is the whole
-        range, where a message needs no qualifier.
+        range, where a message needs no qualifier. Runs follow the known
+        releases, and "<" or ">=" is used only where its bound is targeted too:
+        with 1.12, 1.13 and 2.12 targeted, "< 2.12" would take in 2.10 and 2.11,
+        which are not, so that subset is "1.12 to 1.13".
         """
         subset = tuple(subset)
         if subset == self.releases:
             return ""
         if len(subset) <= 1:
             return subset[0] if subset else "none"
-        runs = _runs(subset, self.releases)
+        runs = _runs(subset, self.known)
         if len(runs) == 1:
             first, last = runs[0][0], runs[0][-1]
-            if first == self.releases[0]:
-                return f"< {self.releases[self.releases.index(last) + 1]}"
-            if last == self.releases[-1]:
+            after = self.known.index(last) + 1
+            if first == self.releases[0] and after < len(self.known) and self.known[after] in self.releases:
+                return f"< {self.known[after]}"
+            before = self.known.index(first) - 1
+            if last == self.releases[-1] and before >= 0 and self.known[before] in self.releases:
                 return f">= {first}"
         return _names(runs)
 

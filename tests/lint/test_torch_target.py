@@ -24,7 +24,7 @@ from opscan.config import Config
 from opscan.lint import engine
 from opscan.lint.target import TorchTargets, conda_dependencies, installed_torch, parse_requirement
 from opscan.rules import NEWEST_TORCH, load
-from opscan.versions import TorchRange, VersionError, parse_specifier
+from opscan.versions import TorchRange, VersionError, parse_specifier, release_key
 from tests.util import chdir, subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,6 +183,41 @@ def test_describe_names_the_releases_relative_to_the_range():
     some = TorchRange.from_spec(">=2.8,<2.12", KNOWN, "x")
     assert some.describe(some.subset("<2.9")) == "2.8"
     assert str(some) == "2.8 to 2.11" and str(TorchRange.from_spec("!=2.5.*", KNOWN, "x")) == "1.8 to 2.4 and 2.6 to 2.14"
+
+
+def test_describe_never_takes_in_releases_between_the_targeted_ones():
+    # Pins of 1.12, 1.13 and 2.12 (three requirement files): "< 2.12" said that 2.10 and 2.11 need the variable.
+    pins = TorchRange(("1.12", "1.13", "2.12"), KNOWN, "x")
+    assert pins.describe(pins.subset("<2.10")) == "1.12 to 1.13"
+    assert pins.describe(("1.12", "2.12")) == "1.12 and 2.12"
+
+
+def _reading(description: str, targeted: tuple[str, ...]) -> set[str]:
+    """The known releases, from the oldest to the newest targeted, that a reader takes `description` to name."""
+    span = KNOWN[KNOWN.index(targeted[0]) : KNOWN.index(targeted[-1]) + 1]
+    key = release_key
+    if description == "":
+        return set(targeted)
+    if description.startswith("< "):
+        return {r for r in span if key(r) < key(description[2:])}
+    if description.startswith(">= "):
+        return {r for r in span if key(r) >= key(description[3:])}
+    named = set()
+    for part in description.replace(" and ", ", ").split(", "):
+        first, _, last = part.partition(" to ")
+        named |= {r for r in span if key(first) <= key(r) <= key(last or first)}
+    return named
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_describe_names_exactly_the_subset(data):
+    chosen = set(data.draw(st.lists(st.sampled_from(KNOWN), min_size=1, unique=True)))
+    targeted = tuple(r for r in KNOWN if r in chosen)
+    chosen = set(data.draw(st.lists(st.sampled_from(targeted), min_size=1, unique=True)))
+    subset = tuple(r for r in targeted if r in chosen)
+    text = TorchRange(targeted, KNOWN, "x").describe(subset)
+    assert _reading(text, targeted) == set(subset), (targeted, subset, text)
 
 
 # ---------------------------------------------------------------- requirement strings
