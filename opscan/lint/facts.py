@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 14  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}")
+FACTS_VERSION = 14  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -847,6 +847,11 @@ class _FactsBuilder:
         elif cls is ast.AnnAssign or cls is ast.AugAssign:
             if stmt.value is not None:
                 self.expression_events(stmt.value, scope, out)
+            if cls is ast.AugAssign and stmt.op.__class__ is ast.BitOr and self.qualify(stmt.target, scope) == _ENV:
+                # `os.environ |= {...}` (3.9 on) writes as `os.environ.update({...})` does: modelled as that call.
+                at = {"lineno": stmt.lineno, "col_offset": stmt.col_offset, "end_lineno": stmt.end_lineno, "end_col_offset": stmt.end_col_offset}
+                update = ast.Attribute(value=stmt.target, attr="update", ctx=ast.Load(), **at)
+                self.call_event(ast.Call(func=update, args=[stmt.value], keywords=[], **at), scope, out)
             self.target_subexpressions(stmt.target, scope, out)
             if stmt.value is not None or isinstance(stmt, ast.AugAssign):
                 self.assign_target_events(stmt.target, stmt.value if isinstance(stmt, ast.AnnAssign) else None, scope, out, stmt)

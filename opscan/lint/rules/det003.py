@@ -84,7 +84,7 @@ class ReplaceCublasValue(Edit):
         from opscan.lint.fix.nodes import same_quotes
 
         start, end = planner.span(finding)
-        node = planner.innermost((cst.Assign, cst.AnnAssign, cst.Call), start, end)
+        node = planner.innermost((cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Call), start, end)
         if node is None:
             return False
         for key, value in _env_pairs(node):
@@ -144,6 +144,12 @@ def _env_pairs(node):
     """(key, value) expression pairs that set environment variables in this statement or call."""
     import libcst as cst
 
+    if isinstance(node, cst.AugAssign):  # os.environ |= {...}
+        if isinstance(node.operator, cst.BitOrAssign) and isinstance(node.value, cst.Dict):
+            for element in node.value.elements:
+                if isinstance(element, cst.DictElement):
+                    yield element.key, element.value
+        return
     if isinstance(node, (cst.Assign, cst.AnnAssign)):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
