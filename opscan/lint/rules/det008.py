@@ -27,7 +27,7 @@ None automatic.
 """
 
 from opscan.codes import parse_doc
-from opscan.lint.context import Context
+from opscan.lint.context import Context, api_name
 from opscan.lint.model import EnvWrite
 
 RULE = parse_doc(__doc__)
@@ -40,6 +40,15 @@ def check(ctx: Context) -> None:
                 RULE,
                 event.path,
                 event.loc,
-                "Setting PYTHONHASHSEED inside a running program does not change its hash randomisation; "
+                f"Setting PYTHONHASHSEED{_by(event)} inside a running program does not change its hash randomisation; "
                 "set it before Python starts (e.g. `PYTHONHASHSEED=0 python train.py`)",
             )
+
+
+def _by(event) -> str:
+    """' via `utils.seed_all`' or ' with `detectron2.utils.env.seed_all_rng`' where a helper wrote it, not the line itself."""
+    if event.helper:
+        return f" via `{event.helper}` ({api_name(event)})"
+    if event.api and not event.api.startswith(("os.environ", "os.putenv")):
+        return f" with {api_name(event)}"
+    return ""
