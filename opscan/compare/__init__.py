@@ -82,7 +82,7 @@ def compare_records(path_a: str, path_b: str) -> Report:
         errors.append(
             Problem(
                 f"the records use different fingerprint schemes ({path_a}: {ha.fingerprint}, {path_b}: {hb.fingerprint}), "
-                "so they cannot be compared bit for bit; record both with the same opscan"
+                "so they cannot be compared bit for bit; record both with the same --fingerprint"
             )
         )
         return build_report(None, env_rows=[], notices=notices, errors=errors)

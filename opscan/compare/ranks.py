@@ -84,7 +84,7 @@ def compare_ranks(paths: list[str]) -> Report:
     if len(schemes) > 1:
         for record in records:
             record.close()
-        report.errors.append(Problem(f"the records use different fingerprint schemes ({', '.join(sorted(schemes))}); record every rank with the same opscan"))
+        report.errors.append(Problem(f"the records use different fingerprint schemes ({', '.join(sorted(schemes))}); record every rank with the same --fingerprint"))
         return report
     ranks = [_rank_of(r, i) for i, r in enumerate(records)]
     if not any("rank" in r.header.env for r in records):

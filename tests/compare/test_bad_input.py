@@ -115,7 +115,10 @@ def test_different_fingerprint_schemes(good, tmp_path):
     text = other.read_text().replace('"fingerprint": "test-blake2b-f32"', '"fingerprint": "sha256"', 1)
     other.write_text(text)
     (message,) = _errors(good, other)
-    assert "different fingerprint schemes" in message and "cannot be compared bit for bit" in message
+    assert message == (
+        f"the records use different fingerprint schemes ({good}: test-blake2b-f32, {other}: sha256), "
+        "so they cannot be compared bit for bit; record both with the same --fingerprint"
+    )
 
 
 @pytest.mark.parametrize(

@@ -114,3 +114,13 @@ def test_split(n):
     assert split({0: "a", 1: "b", 2: "a"}) == ([0, 2], [1], True)
     assert split({0: "a", 1: "b"}) == ([0], [1], False)
     assert split({0: "b", 1: "a", 2: "a", 3: "b"}) == ([0, 3], [1, 2], False)
+
+
+def test_ranks_of_different_fingerprint_schemes_name_the_flag(tmp_path):
+    paths = _records(tmp_path, 2)
+    other = tmp_path / "run.rank1.jsonl"
+    other.write_text(other.read_text().replace('"fingerprint": "test"', '"fingerprint": "xor64"', 1))
+    report = compare_ranks(paths)
+    assert [e.message for e in report.errors] == [
+        "the records use different fingerprint schemes (test, xor64); record every rank with the same --fingerprint"
+    ]
