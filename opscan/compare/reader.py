@@ -416,8 +416,10 @@ class Record:
             raise ValueError("'step' is not a step number")
         if self.last_step is not None and number <= self.last_step:
             raise ValueError(f"step {number} follows step {self.last_step}")
-        raw_params = d.get("params") or {}
-        if not isinstance(raw_params, dict):
+        if "params" not in d:
+            raise ValueError("no 'params'")
+        raw_params = d["params"]
+        if not isinstance(raw_params, dict):  # null too: a step line always names its parameters, {} for none
             raise ValueError("'params' is not an object")
         params = {}
         for name, p in raw_params.items():

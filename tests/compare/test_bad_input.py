@@ -160,6 +160,26 @@ def test_steps_out_of_order(good, tmp_path):
     assert "step 0 follows step 0" in message
 
 
+@pytest.mark.parametrize(
+    "mutate, why",
+    [
+        (lambda d: d.update({"params": None}), "'params' is not an object"),
+        (lambda d: d.pop("params"), "no 'params'"),
+        (lambda d: d.update({"params": []}), "'params' is not an object"),
+        (lambda d: d.update({"params": {"fc1.weight": None}}), "parameter 'fc1.weight' is not an object"),
+    ],
+)
+def test_damaged_step_line(good, tmp_path, mutate, why):
+    # A null "params" used to read as "no parameters": compare said the runs match bit for bit.
+    lines = _lines(good)
+    index = next(i for i, line in enumerate(lines) if '"type": "step"' in line)
+    d = json.loads(lines[index])
+    mutate(d)
+    lines[index] = json.dumps(d)
+    (message,) = _errors(good, _write(tmp_path / "b.jsonl", lines))
+    assert message == f"{tmp_path / 'b.jsonl'}:{index + 1}: not a valid step line: {why}; the record is damaged"
+
+
 def test_last_line_cut_is_dropped_with_a_notice(good, tmp_path):
     lines = _lines(good)[:-1]  # no end line
     lines[-1] = lines[-1][:-7]  # and the last step line half written
