@@ -106,7 +106,7 @@ def compare_records(path_a: str, path_b: str) -> Report:
             f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
             "compared op by op all the same"
         )
-    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS])
+    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS], hb)
     left = _walk(ra, rb, walker, errors)
     comparison = walker.result()
     for record in (ra, rb):

@@ -165,8 +165,9 @@ class Walker:
     MAX_CAUSES = 50  # distinct root causes kept; more are counted
     MAX_STRUCTURE = 200  # structural differences kept
 
-    def __init__(self, header_a: Header, env_diffs: list[str]):
+    def __init__(self, header_a: Header, env_diffs: list[str], header_b: Header | None = None):
         self.env = header_a.env
+        self.seeds = (header_a.seed, (header_b or header_a).seed)  # what opscan seeded each run with (None: nothing)
         self.env_diffs = env_diffs
         self.causes: dict[tuple, Cause] = {}
         self.dropped_causes = 0
@@ -322,6 +323,13 @@ class Walker:
     def _reordered_input(self, step: int, op: Op, draw: tuple[int, int, int, Op, Op]) -> Cause:
         """`op` reads what looks equal, but came from a random op whose generator state differs."""
         draw_step, x, y, a, b = draw
+        seen = (
+            f"its outputs hold the same values in both runs, perhaps in another order, which the fingerprints "
+            f"cannot see, and `{op.op}` ({_where(op, step)}{_at(op)}), which reads them, gives different outputs "
+            f"from inputs that look equal"
+        )
+        if _seeds_differ(a, b):
+            return self._unseeded(draw_step, a, b, seen)
         return Cause(
             codes.RANDOM,
             draw_step,
@@ -329,9 +337,7 @@ class Walker:
             a,
             b,
             f"`{a.op}` drew from a different generator state ({_where(a, draw_step)}): random stream shift; "
-            f"its outputs hold the same values in both runs, perhaps in another order, which the fingerprints "
-            f"cannot see, and `{op.op}` ({_where(op, step)}{_at(op)}), which reads them, gives different outputs "
-            f"from inputs that look equal. {self._rng_story(draw_step, x, y, a, b)}",
+            f"{seen}. {self._rng_story(draw_step, x, y, a, b)}",
             help="Make both runs draw the same random numbers in the same order: remove or move the extra draw, "
             "or give it its own torch.Generator so that it leaves the global stream alone.",
             help_code="gen = torch.Generator().manual_seed(0)\nperm = torch.randperm(n, generator=gen)",
@@ -341,6 +347,8 @@ class Walker:
 
     def _equal_inputs(self, step: int, x: int, y: int, a: Op, b: Op) -> Cause:
         where = _where(a, step)
+        if a.rng != b.rng and _seeds_differ(a, b):
+            return self._unseeded(step, a, b, "its inputs are equal, its outputs differ")
         if a.rng != b.rng:
             return Cause(
                 codes.RANDOM,
@@ -404,12 +412,39 @@ class Walker:
         )
         return " ".join(hints), code
 
+    def _unseeded(self, step: int, a: Op, b: Op, seen: str) -> Cause:
+        """A random op whose generator was seeded with another value in each run: no draw explains it, the seeding does."""
+        seed_a, seed_b = self.seeds
+        if seed_a != seed_b:  # --seed differs: _add lays it at the environment and says so
+            why = ""
+        elif seed_a is None:
+            why = (
+                ": the run is not seeded (no --seed, and nothing seeds the generator before this draw), "
+                "so torch seeds it anew in each process"
+            )
+        else:
+            why = (
+                f": both runs were seeded with {seed_a}, and then something seeds the generator again with another "
+                "value in each run (torch.seed(), a seed from the clock or the process id)"
+            )
+        return Cause(
+            codes.RANDOM,
+            step,
+            a,
+            a,
+            b,
+            f"`{a.op}` drew from a generator seeded differently in each run ({_where(a, step)}): {seen}. "
+            f"The generator seeds differ (a: {a.rng.seed}, b: {b.rng.seed}){why}",
+            help="Seed the run once at its start, before the model is built and before anything draws: "
+            "torch.manual_seed(0), and random.seed(0) and numpy.random.seed(0) where the code uses them; "
+            "or record both runs with the same --seed.",
+            help_code="torch.manual_seed(0)",
+        )
+
     def _rng_story(self, step: int, x: int, y: int, a: Op, b: Op) -> str:
         ra, rb = a.rng, b.rng
         if ra is None or rb is None:
             told = f"only {'a' if rb is None else 'b'} records the generator state of this op."
-        elif ra.seed != rb.seed:
-            told = f"The generator seeds differ (a: {ra.seed}, b: {rb.seed})."
         elif isinstance(ra.offset, int) and isinstance(rb.offset, int) and ra.offset != rb.offset:
             gap = rb.offset - ra.offset
             told = f"The Philox offset is {abs(gap)} {'ahead' if gap > 0 else 'behind'} in b (a: {ra.offset}, b: {rb.offset})."
@@ -590,6 +625,12 @@ class Walker:
             severity=severity,
             steps=[first.step],
         )
+
+
+def _seeds_differ(a: Op, b: Op) -> bool:
+    """Were the two draws' generators seeded with other values (not moved along one stream)?"""
+    ra, rb = a.rng, b.rng
+    return ra is not None and rb is not None and ra.seed is not None and rb.seed is not None and ra.seed != rb.seed
 
 
 def _struct_text(d: StructDiff) -> str:

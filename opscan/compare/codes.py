@@ -65,7 +65,9 @@ look equal (`randperm` gives the same values in another order, which the
 fingerprints cannot see) is reported where an op that reads them differs
 from inputs that look equal. The finding names the
 recorded draws that one run made and the other did not, before that op,
-and by how much the Philox offset moved. Parameters that differ before the
+and by how much the Philox offset moved; where the generators' seeds differ
+(a run that is not seeded: torch seeds each process anew), no draw explains
+it, and the finding says the run is not seeded. Parameters that differ before the
 first step (the models were initialised from different streams) are
 reported under this code too.
 
@@ -92,6 +94,7 @@ out = F.dropout(x, p=0.1)
 Make both runs draw the same numbers in the same order: remove or move the
 extra draw, or give it its own `torch.Generator`. Build the model in the
 same order in both versions (layers are initialised in construction order).
+Where the seeds differ, seed the run at its start: `torch.manual_seed(0)`.
 """,
     command="compare",
 )

@@ -162,7 +162,7 @@ def finding(cause: Cause) -> Finding:
     message = cause.message
     later = len(cause.steps) - 1
     if later > 0:
-        message += f"; the same at {later} later step{'s' if later != 1 else ''}"
+        message = message.removesuffix(".") + f"; the same at {later} later step{'s' if later != 1 else ''}"
     return Finding(
         cause.code,
         message,

@@ -37,6 +37,15 @@ def random_stream():
     return _pair(run(variant(dropout=True), steps=2), run(variant(dropout=True, extra_draw=0), steps=2))
 
 
+def unseeded():
+    # A script recorded without --seed that never seeds: torch seeds the generator anew in each process.
+    script = {"seed": None, "kind": "script", "target": "train.py"}
+    return _pair(
+        run(variant(dropout=True, gen_seed=1088, header=script), steps=2),
+        run(variant(dropout=True, gen_seed=5023, header=script), steps=2),
+    )
+
+
 def data_differs():
     # b's first batch comes in the other order.
     return _pair(run(steps=2), run(variant(swap_batch=0), steps=2))
@@ -89,6 +98,7 @@ CASES = {
         identical,
         kernel_nondeterminism,
         random_stream,
+        unseeded,
         data_differs,
         initialisation_differs,
         structure_same_numbers,

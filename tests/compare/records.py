@@ -218,6 +218,7 @@ class Variant:
     w2t_first: bool = False  # fc2's transpose computed before fc1 runs: a moved op
     init_shift: bool = False  # fc1.weight starts a little off: another initialisation
     dropout: bool = False
+    gen_seed: int = 0  # the generator's seed: another one in each run when the run is not seeded
     lr: float = 0.05
 
 
@@ -253,8 +254,9 @@ class TinyRun:
         return outs
 
     def _draw(self, n: int) -> tuple[dict, list[float]]:
-        rng = {"device": "cuda:0", "seed": 0, "offset": self.offset}
-        values = _uniform(0, self.offset, n)
+        seed = self.var.gen_seed
+        rng = {"device": "cuda:0", "seed": seed, "offset": self.offset}
+        values = _uniform(seed, self.offset, n)
         self.offset += (n + 3) // 4 * 4
         return rng, values
 

@@ -168,3 +168,34 @@ def test_a_kernel_reading_nothing_drawn_is_still_the_kernel():
     b = [op("aten.randperm.default", [], ["perm"], rng=rb), op("aten.mm.default", ["x"], ["y2"])]
     result = walk(a, b)
     assert [c.code for c in result.causes] == ["DET200"] and result.primary.at.op == "aten.mm.default"
+
+
+def test_a_generator_seeded_again_with_another_value_is_not_an_extra_draw():
+    # Both records say seed 0 (header()), yet the generators' seeds differ: the code re-seeds each run
+    # differently. No draw explains that, and "remove the extra draw" would send the user looking for one.
+    result = walk(
+        [op("aten.normal_.default", ["x"], ["y"], rng=Rng("cuda:0", 11, 0))],
+        [op("aten.normal_.default", ["x"], ["z"], rng=Rng("cuda:0", 12, 0))],
+    )
+    cause = result.primary
+    assert cause.code == "DET201"
+    assert cause.message == (
+        "`aten.normal_.default` drew from a generator seeded differently in each run (step 0, forward, module `m`): "
+        "its inputs are equal, its outputs differ. The generator seeds differ (a: 11, b: 12): both runs were seeded "
+        "with 0, and then something seeds the generator again with another value in each run (torch.seed(), a seed "
+        "from the clock or the process id)"
+    )
+    assert "extra draw" not in cause.help and cause.help_code == "torch.manual_seed(0)"
+
+
+def test_a_message_ending_in_a_full_stop_takes_the_later_steps_without_one():
+    from opscan.compare.report import finding
+
+    w = Walker(header(), [])
+    for n in range(2):
+        w.add(
+            step(op("aten.normal_.default", ["x"], ["y"], rng=Rng("cpu", state="aa")), n=n),
+            step(op("aten.normal_.default", ["x"], [f"z{n}"], rng=Rng("cpu", state=f"b{n}")), n=n),
+        )
+    message = finding(w.result().primary).message
+    assert message.endswith("(a DataLoader iterator, an augmentation, code that was not traced); the same at 1 later step"), message

@@ -57,6 +57,7 @@ EXPECTED_CAUSES = {
     "identical": None,
     "kernel_nondeterminism": ("DET200", "aten.mm.default", "fc1", "backward"),
     "random_stream": ("DET201", "aten.native_dropout.default", "drop", "forward"),
+    "unseeded": ("DET201", "aten.native_dropout.default", "drop", "forward"),
     "data_differs": ("DET202", "aten._to_copy.default", None, "forward"),
     "initialisation_differs": ("DET201", "aten.t.default", "fc1", "forward"),
     "structure_same_numbers": ("DET203", "aten.t.default", "fc2", "forward"),

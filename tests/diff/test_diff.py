@@ -80,6 +80,23 @@ def test_an_extra_random_draw_is_a_random_stream_shift(tmp_path):
     assert first["op"].startswith("aten.bernoulli") and first["line"] == line_of("DROPOUT_LINE") and first["step"] == 0
 
 
+def test_an_unseeded_script_is_told_to_seed_not_to_remove_a_draw(tmp_path):
+    (tmp_path / "train_noseed.py").write_text(
+        "import torch, torch.nn as nn\n"
+        "model = nn.Linear(4, 2); opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for i in range(3):\n"
+        "    opt.zero_grad(); model(torch.randn(3, 4)).sum().backward(); opt.step()\n"
+    )
+    proc = opscan("diff", "--steps", "2", *CPU, "--output-format", "json", "--run", "train_noseed.py", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    first = doc["findings"][0]
+    assert first["code"] == "DET201" and (first["path"], first["line"]) == ("train_noseed.py", 2)
+    assert "The generator seeds differ (a: " in first["message"] and "the run is not seeded" in first["message"]
+    assert "extra draw" not in first["help"] and first["help_code"] == "torch.manual_seed(0)"
+    assert all(".;" not in f["message"] for f in doc["findings"])
+
+
 def test_bad_input_to_diff(tmp_path):
     proc = opscan("diff", "nowhere.py:build", *CPU)
     assert proc.returncode == 2 and "nowhere.py: no such file" in proc.stderr and "Traceback" not in proc.stderr
