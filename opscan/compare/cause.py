@@ -284,9 +284,13 @@ class Walker:
                 self._draws.append((step, "b", y, ops_b[y]))
 
     def _add(self, cause: Cause) -> None:
-        if cause.code == codes.RANDOM and "seed" in self.env_diffs and cause.step == self.first_step:
+        # Different seeds give other random numbers: a draw, the initial parameters, and a batch made from the
+        # generator (a random input, a shuffle) all part. The first of them is the seed's doing, wherever it is.
+        drawn = cause.code == codes.RANDOM or (cause.code == codes.DATA and self.primary is None)
+        if drawn and "seed" in self.env_diffs and (cause.step == self.first_step or self.primary is None):
+            start = "so the runs part from the start" if cause.step == self.first_step else f"and the runs part at step {cause.step}"
             cause.code = codes.ENVIRONMENT
-            cause.message = f"The records were made with different seeds (see env_diff), so the runs part from the start. {cause.message}"
+            cause.message = f"The records were made with different seeds (see env_diff), {start}. {cause.message}"
             cause.help = "Compare two runs made with the same seed."
             cause.help_code = ""
         if self.primary is None:

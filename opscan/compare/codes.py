@@ -182,7 +182,8 @@ CUDA, cuDNN, GPU, driver, the determinism, TF32 and cuDNN flags, the seed or
 the device) and the runs part at an op of the first step's forward pass
 that got equal inputs: a different library or flag computes the same op
 differently. Records made with different seeds are reported here too,
-where the first random draw or the initial parameters part. The
+where the first random draw, the initial parameters or the data (a batch
+drawn from the generator) part, at whatever step that is. The
 `env_diff` table lists every field that differs.
 
 ## Why is this bad?

@@ -78,6 +78,11 @@ def environment():
     )
 
 
+def seeds_differ():
+    # b was recorded with --seed 1: the batch drawn from the generator differs from the first op on.
+    return _pair(run(steps=2), run(variant(swap_batch=0, header={"seed": 1}), steps=2))
+
+
 def truncated():
     # b was killed in step 2: no end line, and its last line is half written.
     return _pair(run(steps=3), run(steps=3), {"cut_last": 1 + 18 + 18 + 5})
@@ -105,6 +110,7 @@ CASES = {
         structure_changes_numbers,
         structure_after_kernel,
         environment,
+        seeds_differ,
         truncated,
         different_targets,
         spread,

@@ -133,6 +133,18 @@ def test_different_seeds_are_the_environment():
     assert result.primary.message.startswith("The records were made with different seeds")
 
 
+def test_different_seeds_are_the_environment_where_the_batch_parts_first():
+    # The batch was drawn from the generator before the first recorded op, at step 1: data, but the seed's doing.
+    w = Walker(header(), ["seed"])
+    w.add(step(op("aten.relu.default", ["x0"], ["y0"])), step(op("aten.relu.default", ["x0"], ["y0"])))
+    w.add(step(op("aten.relu.default", ["x1"], ["y1"]), n=1), step(op("aten.relu.default", ["x2"], ["y2"]), n=1))
+    cause = w.result().primary
+    assert cause.code == "DET204" and cause.help == "Compare two runs made with the same seed."
+    assert cause.message.startswith(
+        "The records were made with different seeds (see env_diff), and the runs part at step 1. The data entering the model differs"
+    )
+
+
 def test_a_permutation_drawn_from_another_state_is_the_random_stream_not_the_kernel():
     """`randperm` gives the same values in another order, which the fingerprints cannot see: the gather
     that reads them differs from inputs that look equal, and the cause is the draw, not its kernel."""

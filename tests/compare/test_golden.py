@@ -64,6 +64,7 @@ EXPECTED_CAUSES = {
     "structure_changes_numbers": ("DET203", "aten.mul.Tensor", "act", "forward"),
     "structure_after_kernel": ("DET200", "aten.mm.default", "fc1", "forward"),
     "environment": ("DET204", "aten.mm.default", "fc1", "forward"),
+    "seeds_differ": ("DET204", "aten._to_copy.default", None, "forward"),
     "truncated": None,
     "different_targets": None,
     "spread": ("DET200", "aten.mm.default", "fc1", "backward"),
@@ -91,7 +92,7 @@ def test_json_first_divergence_contract(name):
         assert (row["code"], row["op"], row["module"], row["phase"]) == want
     spread = tables["spread"]
     assert [r["step"] for r in spread["rows"]] == sorted(r["step"] for r in spread["rows"])
-    assert ("env_diff" in tables) == (name in ("environment", "different_targets"))
+    assert ("env_diff" in tables) == (name in ("environment", "different_targets", "seeds_differ"))
 
 
 def test_kernel_case_names_only_the_root_cause():
