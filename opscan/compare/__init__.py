@@ -123,7 +123,8 @@ def compare_records(path_a: str, path_b: str) -> Report:
     if only_a or only_b:
         notices.append(
             f"the models' parameters differ by name: {len(only_a)} only in {path_a}, {len(only_b)} only in {path_b} "
-            f"(first: {(only_a or only_b)[0]}); the others are compared"
+            f"(first: {(only_a or only_b)[0]}); "
+            + ("the others are compared" if comparison.params_shared else "none has a name in both, so none is compared")
         )
     if comparison.identical and comparison.steps and not errors:
         notices.append(f"the runs match bit for bit: {_count(comparison.steps, 'step')}, {_count(comparison.ops, 'op')} compared")

@@ -148,6 +148,7 @@ class Comparison:
     steps: int
     ops: int
     param_names_differ: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    params_shared: int = 0  # where the names differ: how many both runs have
 
     @property
     def identical(self) -> bool:
@@ -185,6 +186,7 @@ class Walker:
         self._cache: tuple[list, list, Alignment] | None = None
         self._prev: tuple[list[Op], list[Op]] = ([], [])
         self._param_names: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+        self._params_shared = 0
         # Outputs that look equal in both runs but may hold their values in another order (the
         # fingerprints are blind to order): those of a random op whose generator state differs
         # (`randperm` gives the same values whatever the seed), and what ops make of them without
@@ -217,7 +219,7 @@ class Walker:
                 if draw is not None:
                     self._add(self._reordered_input(sa.step, oa, draw))
                 else:
-                    self._add(self._equal_inputs(sa.step, x, y, oa, ob))
+                    self._add(self._equal_inputs(sa.step, x, y, ops_a, ops_b))
             elif self.primary is None:
                 self._add(self._entering(sa.step, x, y, ops_a, ops_b, al))
             if self.first_numeric is None:
@@ -225,6 +227,7 @@ class Walker:
         pd = param_diff(sa.params, sb.params)
         if (pd.only_a or pd.only_b) and not any(self._param_names):
             self._param_names = (pd.only_a, pd.only_b)
+            self._params_shared = pd.shared
         self.spread.append(
             SpreadRow(
                 step=sa.step,
@@ -349,8 +352,25 @@ class Walker:
 
     # ------------------------------------------------------------ same inputs, different outputs
 
-    def _equal_inputs(self, step: int, x: int, y: int, a: Op, b: Op) -> Cause:
+    def _equal_inputs(self, step: int, x: int, y: int, ops_a: list[Op], ops_b: list[Op]) -> Cause:
+        a, b = ops_a[x], ops_b[y]
         where = _where(a, step)
+        shapes = next(
+            ((p, q) for p, q in zip(_out_shapes(ops_a, x), _out_shapes(ops_b, y)) if p is not None and q is not None and p != q),
+            None,
+        )
+        if shapes is not None:  # a view or a reduction called with another size or dim: no kernel gives another shape
+            return Cause(
+                codes.STRUCTURE,
+                step,
+                a,
+                a,
+                b,
+                f"`{a.op}` ({where}) gives outputs of another shape from bitwise-equal inputs "
+                f"({_shape_text(shapes[0])} in a, {_shape_text(shapes[1])} in b): it is called with other arguments "
+                "(a size, a dim), so the code differs here, not the kernel",
+                help="The two records are of different code. If the change should keep the maths, look at what sets this op's arguments.",
+            )
         if a.rng != b.rng and _seeds_differ(a, b):
             return self._unseeded(step, a, b, "its inputs are equal, its outputs differ")
         if a.rng != b.rng:
@@ -592,6 +612,7 @@ class Walker:
             steps=len(self.spread),
             ops=self.ops,
             param_names_differ=self._param_names,
+            params_shared=self._params_shared,
         )
 
     def _explained_draws(self, causes: list[Cause]) -> bool:
@@ -629,6 +650,25 @@ class Walker:
             severity=severity,
             steps=[first.step],
         )
+
+
+def _out_shapes(ops: list[Op], index: int) -> list[tuple | None]:
+    """The shape of each output of ops[index], as the first later op of the step that reads it records it (None: no reader)."""
+    outs = ops[index].outs
+    wanted = {fp: k for k, fp in reversed(list(enumerate(outs))) if fp is not None}
+    shapes: list[tuple | None] = [None] * len(outs)
+    for later in ops[index + 1 :]:
+        if not wanted:
+            break
+        for fp, shape in zip(later.ins, later.shapes):
+            k = wanted.pop(fp, None)
+            if k is not None:
+                shapes[k] = shape
+    return shapes
+
+
+def _shape_text(shape: tuple) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
 
 
 def _seeds_differ(a: Op, b: Op) -> bool:

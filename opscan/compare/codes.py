@@ -147,7 +147,10 @@ script, so reordered or inserted code still lines up with the rest; an op
 that only one run has, or that runs in another place, is a structural
 difference. The finding names the first one and says whether the numbers
 part before it, because of it, or not at all ("structure only, same
-numbers": a refactor that kept the maths).
+numbers": a refactor that kept the maths). An op whose inputs are equal
+but whose outputs have another shape in each run (a view or reduction
+called with another size or dim, as the op that reads its output records
+the shape) is reported here too, not as a nondeterministic kernel.
 
 ## Why is this bad?
 Records of different code are not the same run. Where the numbers part

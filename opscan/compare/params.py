@@ -20,13 +20,16 @@ class ParamDiff:
     Exactly 0 where every fingerprint matches; otherwise a lower bound of the
     true maximum (only a strided sample of each tensor is recorded). None when
     no parameter could be compared (no params, or fingerprints differ and no
-    samples were recorded).
+    samples were recorded), or nothing compared differs but some parameter is
+    in one run only (two different models: 0 would say they match).
+    `differ` counts those too: a parameter one run lacks is not equal.
     """
 
     differ: int
     max_diff: float | None
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
+    shared: int = 0  # parameters both runs have, by name
 
 
 def _floats(sample: str | None) -> array | None:
@@ -79,11 +82,8 @@ def param_diff(a: dict[str, Param], b: dict[str, Param]) -> ParamDiff:
             unknown = True
         elif worst is not None:
             worst = max(worst, d)
-    if unknown and worst == 0.0:
-        worst = None  # fingerprints differ, and no sample shows by how much
-    return ParamDiff(
-        differ,
-        worst,
-        tuple(n for n in a if n not in b),
-        tuple(n for n in b if n not in a),
-    )
+    only_a = tuple(n for n in a if n not in b)
+    only_b = tuple(n for n in b if n not in a)
+    if (unknown or only_a or only_b) and worst == 0.0:
+        worst = None  # fingerprints differ, or names do, and no sample shows by how much
+    return ParamDiff(differ + len(only_a) + len(only_b), worst, only_a, only_b, len(a) - len(only_a))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.compare.records import RecordWriter, run, variant
+from tests.compare.records import FILE, TRAIN, RecordWriter, mm, run, tensor, transpose, variant
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compare"
 
@@ -83,6 +83,45 @@ def seeds_differ():
     return _pair(run(steps=2), run(variant(swap_batch=0, header={"seed": 1}), steps=2))
 
 
+def _summed(module: str, width: int, steps: int = 2) -> RecordWriter:
+    """A one-layer model `module` of `width` outputs, trained on the sum of its outputs: a record of models/tiny.py:build_<module>."""
+    rec = RecordWriter(target=f"models/tiny.py:build_{module}", steps=steps)
+    w = tensor((width, 3), [0.1 * (k + 1) for k in range(width * 3)])
+    fwd = {"phase": "forward", "module_class": None}
+    bwd = {"phase": "backward", "module_class": None}
+    for step in range(steps):
+        ops = rec.i
+        x = tensor((2, 3), [0.5, -1.0, 2.0, 1.5, 0.25 * step, -0.5])
+        rec.op(step, "aten._to_copy.default", module=None, file=TRAIN, line=30, ins=[x], outs=[x], **fwd)
+        wt = transpose(w)
+        rec.op(step, "aten.t.default", module=module, file=FILE, line=11, ins=[("p", f"{module}.weight", w)], outs=[wt], **fwd)
+        y = mm(x, wt)
+        rec.op(step, "aten.mm.default", module=module, file=FILE, line=11, ins=[x, wt], outs=[y], **fwd)
+        loss = tensor((), [sum(y.v)])
+        rec.op(step, "aten.sum.default", module=None, file=TRAIN, line=32, ins=[y], outs=[loss], **fwd)
+        one = tensor((), [1.0])
+        rec.op(step, "aten.ones_like.default", module=None, file=TRAIN, line=33, ins=[loss], outs=[one], **bwd)
+        grad = tensor(y.shape, [1.0] * len(y.v))  # a view of the 1.0 in y's shape: another shape in each model
+        rec.op(step, "aten.expand.default", module=None, file=TRAIN, line=32, ins=[one], outs=[grad], **bwd)
+        gt = transpose(grad)
+        rec.op(step, "aten.t.default", module=module, file=FILE, line=11, ins=[grad], outs=[gt], **bwd)
+        gw = mm(gt, x)
+        rec.op(step, "aten.mm.default", module=module, file=FILE, line=11, ins=[gt, x], outs=[gw], **bwd)
+        new = tensor(w.shape, [a - 0.05 * d for a, d in zip(w.v, gw.v)])
+        rec.op(step, "aten.add_.Tensor", phase="optimizer", module=None, module_class=None, file=TRAIN, line=35,
+               ins=[("p", f"{module}.weight", w), gw], outs=[new])  # fmt: skip
+        w = new
+        rec.step(step, rec.i - ops, {f"{module}.weight": w}, loss.v[0])
+    rec.end(steps)
+    return rec
+
+
+def different_models():
+    # Two models with nothing in common but the loss: their only aligned op that differs is the expand of
+    # the loss's gradient, equal inputs into outputs of another shape; no parameter has a name in both.
+    return _pair(_summed("fc", 4), _summed("head", 2))
+
+
 def truncated():
     # b was killed in step 2: no end line, and its last line is half written.
     return _pair(run(steps=3), run(steps=3), {"cut_last": 1 + 18 + 18 + 5})
@@ -113,6 +152,7 @@ CASES = {
         seeds_differ,
         truncated,
         different_targets,
+        different_models,
         spread,
     )
 }

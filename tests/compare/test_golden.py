@@ -67,6 +67,7 @@ EXPECTED_CAUSES = {
     "seeds_differ": ("DET204", "aten._to_copy.default", None, "forward"),
     "truncated": None,
     "different_targets": None,
+    "different_models": ("DET203", "aten.expand.default", None, "backward"),
     "spread": ("DET200", "aten.mm.default", "fc1", "backward"),
 }
 
@@ -92,7 +93,7 @@ def test_json_first_divergence_contract(name):
         assert (row["code"], row["op"], row["module"], row["phase"]) == want
     spread = tables["spread"]
     assert [r["step"] for r in spread["rows"]] == sorted(r["step"] for r in spread["rows"])
-    assert ("env_diff" in tables) == (name in ("environment", "different_targets", "seeds_differ"))
+    assert ("env_diff" in tables) == (name in ("environment", "different_targets", "seeds_differ", "different_models"))
 
 
 def test_kernel_case_names_only_the_root_cause():
@@ -145,5 +146,6 @@ def test_every_format_renders_and_sarif_is_valid(name):
     out = {fmt: render(report, fmt) for fmt in FORMATS}
     schema = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
     jsonschema.validate(json.loads(out["sarif"]), schema)
-    assert out["html"].count("<polyline") == 1  # the spread's line chart, drawn inline
+    measured = any(d is not None for d in report.table("spread").column("max_param_diff"))
+    assert out["html"].count("<polyline") == measured  # the spread's line chart, drawn inline
     assert "http" not in out["html"].replace("http://www.w3.org/2000/svg", "")  # self-contained
