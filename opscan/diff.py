@@ -140,11 +140,12 @@ def _record_here(target, path: str, label: str, *, engine: str, **settings) -> P
 
 
 def _compare(paths: list[str]) -> Report:
+    """Compare two records diff made: of the same code, so ops that differ are the same code taking another path."""
     try:
         from opscan.compare import compare_records
     except ImportError as exc:
         return Report("diff", errors=[Problem(f"opscan diff needs opscan.compare, which would not import: {exc}")])
-    return compare_records(*paths)
+    return compare_records(*paths, same_code=True)
 
 
 def _as_diff(report: Report, notices: list[str], env: dict) -> Report:

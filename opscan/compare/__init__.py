@@ -62,8 +62,12 @@ def _open(path: str, errors: list[Problem]) -> Record | None:
         return None
 
 
-def compare_records(path_a: str, path_b: str) -> Report:
-    """Compare two records; never raises on bad input (the Report's `errors` say what was wrong)."""
+def compare_records(path_a: str, path_b: str, *, same_code: bool = False) -> Report:
+    """Compare two records; never raises on bad input (the Report's `errors` say what was wrong).
+
+    `same_code`: the caller made both records from the same code (opscan diff), so ops that differ
+    are the same code taking another path, not a change to the code.
+    """
     errors: list[Problem] = []
     notices: list[str] = []
     if _same_file(path_a, path_b):
@@ -106,7 +110,7 @@ def compare_records(path_a: str, path_b: str) -> Report:
             f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
             "compared op by op all the same"
         )
-    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS], hb)
+    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS], hb, same_code=same_code)
     left = _walk(ra, rb, walker, errors)
     comparison = walker.result()
     for record in (ra, rb):

@@ -24,6 +24,13 @@ UNINITIALISED = ("aten.empty", "aten.empty_like", "aten.empty_strided", "aten.ne
 
 ONLY_A, ONLY_B, MOVED = "only in a", "only in b", "moved"
 
+# For a structural difference between two records of the same code: what makes one script take another path.
+PATH_HELP = (
+    "Make every run take the same path: iterate over sorted(...) rather than over a set (or start Python with "
+    "PYTHONHASHSEED=0), seed Python's random and NumPy as well as torch, and branch on nothing that changes from run to run."
+)
+PATH_CODE = "random.seed(0)\nfor name in sorted(names):  # not a set's order, which the hash seed changes\n    x = layers[name](x)"
+
 
 def _packet(name: str) -> str:
     """`aten.empty.memory_format` -> `aten.empty`."""
@@ -160,14 +167,18 @@ class Walker:
 
     `env_diffs` names the environment fields that differ (numbers may part
     at the first op because of them); `header_a` gives the flags the help
-    text mentions (determinism, cudnn.benchmark).
+    text mentions (determinism, cudnn.benchmark). `same_code`: the caller
+    recorded both runs from the same code (opscan diff), so a structural
+    difference is the same code taking another path, not a change to it.
     """
 
     MAX_CAUSES = 50  # distinct root causes kept; more are counted
     MAX_STRUCTURE = 200  # structural differences kept
 
-    def __init__(self, header_a: Header, env_diffs: list[str], header_b: Header | None = None):
+    def __init__(self, header_a: Header, env_diffs: list[str], header_b: Header | None = None, *, same_code: bool = False):
         self.env = header_a.env
+        self.env_b = (header_b or header_a).env
+        self.same_code = same_code
         self.seeds = (header_a.seed, (header_b or header_a).seed)  # what opscan seeded each run with (None: nothing)
         self.env_diffs = env_diffs
         self.causes: dict[tuple, Cause] = {}
@@ -368,7 +379,7 @@ class Walker:
                 b,
                 f"`{a.op}` ({where}) gives outputs of another shape from bitwise-equal inputs "
                 f"({_shape_text(shapes[0])} in a, {_shape_text(shapes[1])} in b): it is called with other arguments "
-                "(a size, a dim), so the code differs here, not the kernel",
+                f"(a size, a dim), so {'the runs took other paths' if self.same_code else 'the code differs'} here, not the kernel",
                 help="The two records are of different code. If the change should keep the maths, look at what sets this op's arguments.",
             )
         if a.rng != b.rng and _seeds_differ(a, b):
@@ -569,13 +580,14 @@ class Walker:
                 help_code="loader = DataLoader(dataset, shuffle=True, generator=torch.Generator().manual_seed(0),\n"
                 "                    worker_init_fn=seed_worker)",
             )
+        how = "the runs took other paths" if self.same_code else "the code is wired differently"
         return Cause(
             codes.STRUCTURE,
             step,
             a,
             a,
             b,
-            f"The numbers part because the code is wired differently: `{a.op}` ({where}) reads input {j} from another "
+            f"The numbers part because {how}: `{a.op}` ({where}) reads input {j} from another "
             "tensor than in the other run, though every op before it matched",
             help="The two records are of different code. If the change should keep the maths, look at what this op reads.",
         )
@@ -599,6 +611,11 @@ class Walker:
                 causes.append(cause)
                 if primary is None:
                     primary = cause
+        if self.same_code:
+            for cause in causes:
+                if cause.code == codes.STRUCTURE:
+                    cause.message += f". {self._path_story()}"
+                    cause.help, cause.help_code = PATH_HELP, PATH_CODE
         if primary is not None and primary in causes:
             causes.remove(primary)
             causes.insert(0, primary)
@@ -613,6 +630,25 @@ class Walker:
             ops=self.ops,
             param_names_differ=self._param_names,
             params_shared=self._params_shared,
+        )
+
+    def _path_story(self) -> str:
+        """Why the same code ran other ops: the hash seed (as the headers tell it), or a branch on something that changes."""
+        missing = object()
+        seed_a, seed_b = self.env.get("pythonhashseed", missing), self.env_b.get("pythonhashseed", missing)
+        order = "a set of strings iterates in another order in each process (and so does a dict filled from one)"
+        if seed_a is missing or seed_b is missing:
+            hashed = f"where PYTHONHASHSEED was not set, {order}; "
+        elif seed_a is None and seed_b is None:
+            hashed = f"PYTHONHASHSEED is unset in both runs, so {order}; "
+        elif seed_a != seed_b:
+            hashed = f"PYTHONHASHSEED differs (a: {seed_a}, b: {seed_b}), so {order}; "
+        else:
+            hashed = ""  # fixed and equal: sets iterate alike
+        return (
+            "Both records are of the same code (opscan diff recorded it twice), so something outside it chose the path: "
+            f"{hashed}{'or ' if hashed else ''}the code branches on something that changes from run to run "
+            "(Python's random unseeded, the time, other input)"
         )
 
     def _explained_draws(self, causes: list[Cause]) -> bool:

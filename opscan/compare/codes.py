@@ -152,9 +152,16 @@ but whose outputs have another shape in each run (a view or reduction
 called with another size or dim, as the op that reads its output records
 the shape) is reported here too, not as a nondeterministic kernel.
 
+Under `opscan diff`, which records the same code twice, a structural
+difference is the same code taking another path in each run: the finding
+says so and names what chooses it (the hash seed, when `PYTHONHASHSEED` is
+unset, orders a set of strings anew in each process; a branch on Python's
+unseeded `random`, the time, other input).
+
 ## Why is this bad?
 Records of different code are not the same run. Where the numbers part
-because of the change, the change is the cause, not the hardware.
+because of the change, the change is the cause, not the hardware. Where the
+same code takes another path from run to run, no seed makes it reproducible.
 
 ## Example
 ```python
@@ -170,7 +177,9 @@ h = self.act(self.fc1(x))   # compare records of the same code, or accept the ch
 ## Fix
 If the change was meant to keep the maths and the finding says "same
 numbers", it did. Otherwise compare two records of the same code, or look
-at the op it names.
+at the op it names. For one script that takes another path in each run:
+iterate over `sorted(...)` rather than a set (or start Python with
+`PYTHONHASHSEED=0`), and seed `random` as well as torch.
 """,
     severity="warning",
     command="compare",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from opscan.compare.cause import Walker
+from opscan.compare.cause import Comparison, Walker
 from opscan.compare.reader import Header, Op, Rng, Step
 
 
@@ -211,3 +211,55 @@ def test_a_message_ending_in_a_full_stop_takes_the_later_steps_without_one():
         )
     message = finding(w.result().primary).message
     assert message.endswith("(a DataLoader iterator, an augmentation, code that was not traced); the same at 1 later step"), message
+
+
+def _inserted(same_code: bool, **env) -> Comparison:
+    """b runs an extra `aten.mul.Tensor` whose output the next op reads: the numbers part because of it."""
+    a = [op("aten.relu.default", ["x"], ["y"]), op("aten.mm.default", ["y"], ["z"])]
+    b = [op("aten.relu.default", ["x"], ["y"]), op("aten.mul.Tensor", ["y"], ["y2"]), op("aten.mm.default", ["y2"], ["z2"])]
+    w = Walker(header(**env), [], header(**env), same_code=same_code)
+    w.add(step(*a), step(*b))
+    return w.result()
+
+
+def test_records_of_the_same_code_that_take_another_path_are_not_different_code():
+    # opscan diff ran one script twice and the op sequences differ: a set's order (the hash seed) or a branch on
+    # something unseeded, never "the two records are of different code".
+    cause = _inserted(True, pythonhashseed=None).primary
+    assert cause.code == "DET203"
+    assert cause.message == (
+        "The numbers part because of a structural difference: `aten.mm.default` (step 0, forward, module `m`) reads the "
+        "output of `aten.mul.Tensor` (module `m` at net.py:7), an op that only b runs. Both records are of the same code "
+        "(opscan diff recorded it twice), so something outside it chose the path: PYTHONHASHSEED is unset in both runs, "
+        "so a set of strings iterates in another order in each process (and so does a dict filled from one); or the code "
+        "branches on something that changes from run to run (Python's random unseeded, the time, other input)"
+    )
+    assert cause.help.startswith("Make every run take the same path: iterate over sorted(...) rather than over a set")
+    assert "different code" not in cause.help and "random.seed(0)" in cause.help_code
+
+
+def test_the_hash_seed_is_named_as_the_headers_tell_it():
+    fixed = _inserted(True, pythonhashseed="0").primary.message
+    assert "PYTHONHASHSEED" not in fixed and fixed.endswith(
+        "so something outside it chose the path: the code branches on something that changes from run to run "
+        "(Python's random unseeded, the time, other input)"
+    )
+    unknown = _inserted(True).primary.message  # a record from before the header had the field
+    assert "where PYTHONHASHSEED was not set, a set of strings iterates in another order" in unknown
+    other = _inserted(False, pythonhashseed=None).primary
+    assert "same code" not in other.message and other.help.startswith("The change to the code changes the numbers")
+
+
+def test_the_same_code_ran_with_other_arguments():
+    # Equal inputs, outputs of another shape (read from the op that uses them): structure, and under diff another path.
+    a = [op("aten.expand.default", ["one"], ["g4"]), op("aten.t.default", ["g4"], ["t4"], shapes=((4, 4),))]
+    b = [op("aten.expand.default", ["one"], ["g2"]), op("aten.t.default", ["g2"], ["t2"], shapes=((2, 2),))]
+    w = Walker(header(), [], same_code=True)
+    w.add(step(*a), step(*b))
+    cause = w.result().primary
+    assert cause.code == "DET203" and cause.message.startswith(
+        "`aten.expand.default` (step 0, forward, module `m`) gives outputs of another shape from bitwise-equal inputs "
+        "([4, 4] in a, [2, 2] in b): it is called with other arguments (a size, a dim), so the runs took other paths "
+        "here, not the kernel; "
+    ), cause.message
+    assert "Both records are of the same code (opscan diff recorded it twice)" in cause.message

@@ -80,21 +80,59 @@ def test_an_extra_random_draw_is_a_random_stream_shift(tmp_path):
     assert first["op"].startswith("aten.bernoulli") and first["line"] == line_of("DROPOUT_LINE") and first["step"] == 0
 
 
-def test_an_unseeded_script_is_told_to_seed_not_to_remove_a_draw(tmp_path):
-    (tmp_path / "train_noseed.py").write_text(
-        "import torch, torch.nn as nn\n"
-        "model = nn.Linear(4, 2); opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
-        "for i in range(3):\n"
-        "    opt.zero_grad(); model(torch.randn(3, 4)).sum().backward(); opt.step()\n"
-    )
-    proc = opscan("diff", "--steps", "2", *CPU, "--output-format", "json", "--run", "train_noseed.py", cwd=tmp_path)
+def _diff_parts(tmp_path, script: str, steps: int) -> dict:
+    """`opscan diff --run train.py` of this script source, which must part (exit 1): the json report."""
+    (tmp_path / "train.py").write_text(textwrap.dedent(script))
+    proc = opscan("diff", "--steps", str(steps), *CPU, "--output-format", "json", "--run", "train.py", cwd=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    doc = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_an_unseeded_script_is_told_to_seed_not_to_remove_a_draw(tmp_path):
+    doc = _diff_parts(
+        tmp_path,
+        """\
+        import torch, torch.nn as nn
+        model = nn.Linear(4, 2); opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for i in range(3):
+            opt.zero_grad(); model(torch.randn(3, 4)).sum().backward(); opt.step()
+        """,
+        steps=2,
+    )
     first = doc["findings"][0]
-    assert first["code"] == "DET201" and (first["path"], first["line"]) == ("train_noseed.py", 2)
+    assert first["code"] == "DET201" and (first["path"], first["line"]) == ("train.py", 2)
     assert "The generator seeds differ (a: " in first["message"] and "the run is not seeded" in first["message"]
     assert "extra draw" not in first["help"] and first["help_code"] == "torch.manual_seed(0)"
     assert all(".;" not in f["message"] for f in doc["findings"])
+
+
+def test_the_same_script_taking_another_path_is_not_called_different_code(tmp_path):
+    # The second run takes another branch (here a file the first one leaves; in life a set's order or an
+    # unseeded random.random()): diff ran the same code twice, so DET203 must not say the code differs.
+    doc = _diff_parts(
+        tmp_path,
+        """\
+        import pathlib
+        import torch, torch.nn as nn
+        torch.manual_seed(0)
+        a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+        opt = torch.optim.SGD([*a.parameters(), *b.parameters()], lr=0.1)
+        second = pathlib.Path("ran").exists()
+        pathlib.Path("ran").touch()
+        for i in range(2):
+            x = torch.ones(2, 4)
+            if second:
+                x = a(x)
+            x = b(x).relu()
+            opt.zero_grad(); x.sum().backward(); opt.step()
+        """,
+        steps=1,
+    )
+    (finding,) = [f for f in doc["findings"] if f["code"] == "DET203"]
+    assert "Both records are of the same code (opscan diff recorded it twice), so something outside it chose the path: " in finding["message"]
+    assert "PYTHONHASHSEED" in finding["message"] and "Python's random unseeded" in finding["message"]
+    assert finding["help"].startswith("Make every run take the same path")
+    assert "different code" not in finding["message"] + finding["help"] and "of the same code." not in finding["help"]
 
 
 def test_bad_input_to_diff(tmp_path):
