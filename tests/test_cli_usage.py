@@ -45,3 +45,23 @@ def test_the_shared_flags_take_every_commands_spelling(command, flags, expected)
 
     args, unknown = build_parser(command).parse_known_args([command, *flags, "t.py:build"])
     assert unknown == [] and {key: getattr(args, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize("command", ["scan", "bench", "record", "diff"])
+@pytest.mark.parametrize("value", ["2,x", "2x", "2,,3"])
+def test_a_shape_with_an_empty_part_is_a_usage_error_in_every_command(capsys, command, value):
+    """The commands share one --input-shape parser; '2,x' was taken as (2,) and failed later inside the model."""
+    required = ["-o", "out.jsonl"] if command == "record" else []
+    code, err = _run(capsys, [command, *required, "torchvision:resnet18", "--input-shape", value])
+    assert code == 2
+    assert err.rstrip().endswith(f"error: argument --input-shape: {value!r} is not a shape like 2,3,224,224")
+
+
+@pytest.mark.parametrize("command", ["scan", "bench", "record", "diff"])
+@pytest.mark.parametrize("value", ["2,3,32,32", "2x3x32x32"])
+def test_both_shape_spellings_are_taken_by_every_command(command, value):
+    from opscan.cli import build_parser
+
+    required = ["-o", "out.jsonl"] if command == "record" else []
+    args, unknown = build_parser(command).parse_known_args([command, *required, "torchvision:resnet18", "--input-shape", value])
+    assert unknown == [] and args.input_shape == (2, 3, 32, 32)

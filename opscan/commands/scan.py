@@ -6,6 +6,7 @@ Importing this module imports no torch; `run` does, after the targets' spelling 
 from __future__ import annotations
 
 import argparse
+import re
 import time
 
 from opscan.commands.common import EXIT_CLEAN, add_output_arguments, device_problem, emit, error, needs_torch, output_problem
@@ -16,15 +17,19 @@ PARTIAL_SCAN = (
 )
 
 
+_DIM = re.compile(r"\s*[0-9]+\s*")
+
+
 def shape(text: str) -> tuple[int, ...]:
-    """argparse type: '2,3,224,224' or '2x3x224x224'."""
-    try:
-        dims = tuple(int(part) for part in text.replace("x", ",").split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 2,3,224,224") from None
-    if not dims or any(d <= 0 for d in dims):
+    """argparse type: '2,3,224,224' or '2x3x224x224'.
+
+    Every part between the separators is a positive decimal integer: an empty one ('2,x', '2x', '2,,3') is refused,
+    not dropped, and so are the spellings int() alone would take ('+2', '2_0', non-ASCII digits).
+    """
+    parts = re.split(r"[,x]", text)
+    if not all(_DIM.fullmatch(part) for part in parts) or any(int(part) <= 0 for part in parts):
         raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 2,3,224,224")
-    return dims
+    return tuple(int(part) for part in parts)
 
 
 def positive(text: str) -> int:

@@ -149,6 +149,8 @@ def test_torchvision_target_runs_in_train_mode(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["put_model.py:build", "--input-shape", "2,a"], "is not a shape like 2,3,224,224"),
     (["put_model.py:build", "--input-shape", "2,0"], "is not a shape like 2,3,224,224"),
+    (["torchvision:resnet18", "--input-shape", "2,x"], "'2,x' is not a shape like 2,3,224,224"),
+    (["torchvision:resnet18", "--input-shape", "2x"], "'2x' is not a shape like 2,3,224,224"),
     (["--max-steps", "0", "--run", "x.py"], "is not a positive integer"),
 ])  # fmt: skip
 def test_bad_flag_values_are_usage_errors(capsys, argv, message):
@@ -190,6 +192,31 @@ def test_auto_device_without_a_gpu_says_so(capsys):
     assert "no CUDA GPU: scanned on the CPU" in out  # in the report itself, so a shared report carries it
     rc, out, err = scan(capsys, "put_model.py:build", "--output-format", "html")
     assert "no CUDA GPU: scanned on the CPU" in out and "no CUDA GPU: scanned on the CPU" in err
+
+
+dims = st.lists(st.integers(min_value=1, max_value=4096), min_size=1, max_size=6)
+
+
+@settings(max_examples=50, deadline=None)
+@given(shape=dims, sep=st.sampled_from([",", "x"]))
+def test_a_shape_reads_back_with_either_separator(shape, sep):
+    from opscan.commands.scan import shape as parse
+
+    assert parse(sep.join(map(str, shape))) == tuple(shape)
+
+
+@settings(max_examples=50, deadline=None)
+@given(shape=dims, sep=st.sampled_from([",", "x"]), at=st.integers(min_value=0, max_value=6), junk=st.sampled_from(["", " ", "x", ",", "+1", "1_0", "0", "-1", "a"]))
+def test_a_shape_with_an_empty_or_bad_part_is_refused(shape, sep, at, junk):
+    """'2,x' was read as 2,, and then as (2,): a part is never dropped, whatever stands around it."""
+    import argparse
+
+    from opscan.commands.scan import shape as parse
+
+    parts = [str(d) for d in shape]
+    parts.insert(min(at, len(parts)), junk)
+    with pytest.raises(argparse.ArgumentTypeError, match="is not a shape like 2,3,224,224"):
+        parse(sep.join(parts))
 
 
 names = st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True)
