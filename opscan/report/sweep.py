@@ -466,14 +466,22 @@ def read_state(path: str, header: dict) -> tuple[dict[str, dict], set[str], floa
 
 
 class _State:
-    def __init__(self, path: str, header: dict, fresh: bool):
+    def __init__(self, path: str, header: dict):
+        self.path = path
+        self.existed = os.path.exists(path)
+        self.fresh = not self.existed or os.path.getsize(path) == 0
         directory = os.path.dirname(os.path.abspath(path))
+        self.made: list[str] = []  # the folders this run created for the file, deepest first
+        parent = directory
+        while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+            self.made.append(parent)
+            parent = os.path.dirname(parent)
         try:
             os.makedirs(directory, exist_ok=True)
             self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         except OSError as exc:  # a read-only folder, a folder where the file should be, ...
             raise SweepStateError(f"cannot write the state file {path}: {exc.strerror or exc}") from None
-        if fresh:
+        if self.fresh:
             self.write(header)
 
     def write(self, record: dict) -> None:
@@ -482,6 +490,23 @@ class _State:
 
     def close(self) -> None:
         self.file.close()
+
+    def discard(self) -> None:
+        """Close, for a sweep that never started: a file (and folders) this run created go; one that was there stays.
+
+        Left behind, the new file's header (runs, samples) would refuse the next sweep as "another sweep".
+        An empty file that was there goes back to empty; a file with a sweep in it was never written to.
+        """
+        self.file.close()
+        try:
+            if not self.existed:
+                os.remove(self.path)
+                for folder in self.made:
+                    os.rmdir(folder)  # fails, and stops, at a folder something else has put a file in meanwhile
+            elif self.fresh:
+                os.truncate(self.path, 0)
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------- the sweep
@@ -522,12 +547,15 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
     header = _header(env, runs, samples)
     done, crashed, seconds = read_state(state_path, header)
     # Opened before the cases are built (torch's OpInfo database, seconds): a state file that cannot be written is told at once.
-    state = _State(state_path, header, fresh=not os.path.exists(state_path) or os.path.getsize(state_path) == 0)
+    state = _State(state_path, header)
     try:
         selected = cases(device, samples=samples, patterns=patterns)
-    except BaseException:  # a bad pattern, an OpInfo import that fails, Ctrl-C: the file is not left open
-        state.close()
+    except BaseException:  # a bad pattern, an OpInfo import that fails, Ctrl-C: nothing was swept, nothing is left behind
+        state.discard()
         raise
+    if not selected:  # --ops that match nothing: the caller says so
+        state.discard()
+        return SweepResult([], 0, 0, seconds, complete=True, stopped="")
     torch_version = torch.__version__
     tried, stopped, broken, running = 0, "", "", None
     try:

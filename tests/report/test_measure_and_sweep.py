@@ -97,6 +97,31 @@ def test_ops_that_match_nothing_are_an_error(tmp_path):
     assert err.splitlines()[-1] == "opscan: error: --ops nomatch_zzz matches no op of the sweep on cpu"
 
 
+def test_ops_that_match_nothing_leave_no_state_file_behind(tmp_path):
+    """The header it wrote (runs 5, samples 3) refused the next sweep, with other flags, as "another sweep"."""
+    state = tmp_path / "cache" / "state.jsonl"
+    rc, _, err = opscan_report("--sweep", "--device", "cpu", "--ops", "nomatch_zzz", "--state", str(state))
+    assert rc == 2 and "matches no op" in err
+    assert not (tmp_path / "cache").exists()
+    rc, out, err = opscan_report("--sweep", "--ops", "index_add", "--samples", "1", "--runs", "2", "--state", str(state), "--output-format", "json")
+    assert rc == 0, err
+    assert json.loads(out)["env"]["sweep"].startswith("complete:")
+
+
+def test_ops_that_match_nothing_keep_an_earlier_sweeps_state_file(tmp_path):
+    state = tmp_path / "state.jsonl"
+    rc, _, err = _sweep(state)
+    assert rc == 0, err
+    kept = state.read_text()
+    rc, _, err = opscan_report("--sweep", "--device", "cpu", "--ops", "nomatch_zzz", "--runs", "2", "--samples", "2", "--state", str(state))
+    assert rc == 2 and "matches no op" in err
+    assert state.read_text() == kept
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    rc, _, err = opscan_report("--sweep", "--device", "cpu", "--ops", "nomatch_zzz", "--state", str(empty))
+    assert rc == 2 and empty.read_text() == ""
+
+
 def test_sweep_stops_at_its_time_limit_and_says_so(tmp_path):
     state = tmp_path / "state.jsonl"
     rc, out, err = _sweep(state, "--time-limit", "0.01")
