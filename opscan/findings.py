@@ -244,7 +244,7 @@ class Report(Plain):
     list of findings instead of the report object (lint's contract).
     """
 
-    _fields = ("command", "findings", "tables", "env", "errors", "notices", "rules", "flat_json", "summary")
+    _fields = ("command", "findings", "tables", "env", "errors", "notices", "rules", "flat_json", "summary", "outcome")
     __slots__ = _fields
 
     def __init__(
@@ -259,6 +259,7 @@ class Report(Plain):
         rules: tuple[RuleInfo, ...] = (),
         flat_json: bool = False,
         summary: str | None = None,
+        outcome: int | None = None,
     ):
         self.command = command
         self.findings = [] if findings is None else findings
@@ -272,6 +273,9 @@ class Report(Plain):
         # The closing line, for a report whose point is its tables (a benchmark's verdict, a
         # matrix's counts); None closes with the check summary ("All checks passed!", "Found N errors.").
         self.summary = summary
+        # The exit code (0 or 1) of a report whose tables are its result (report --diff: 1 when rows changed), so that
+        # the exit code and the closing line come from one place; None: 1 with findings, else 0. Errors make it 2.
+        self.outcome = outcome
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)
@@ -289,9 +293,11 @@ class Report(Plain):
         return None
 
     def exit_code(self) -> int:
-        """0 clean, 1 findings, 2 when something stopped part of the run."""
+        """0 clean, 1 findings (or an `outcome` of 1), 2 when something stopped part of the run."""
         if self.errors:
             return 2
+        if self.outcome is not None:
+            return self.outcome
         return 1 if self.findings else 0
 
     def to_dict(self) -> dict[str, Any]:

@@ -123,7 +123,7 @@ def _summary(report: Report, findings: list[Finding]) -> list[str]:
     if not report.errors:
         if n:
             lines.append(f"Found {n} error{'s' if n != 1 else ''}.")
-        elif not report.summary:
+        elif not report.summary and report.exit_code() == 0:  # never beside an exit of 1 (a diff's changes)
             lines.append("All checks passed!")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability != "safe")

@@ -306,6 +306,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from opscan.output import render, write
 
+    if modified and args.exit_non_zero_on_fix and not args.exit_zero:
+        report.outcome = 1  # the exit below: the text does not close with "All checks passed!" beside it
     report.rules = RULES
     report.flat_json = True  # ruff's flat list, which editors and CI scripts already read
     report.errors.extend(Problem(f"no such file or directory: {p}", p) for p in missing)
@@ -510,6 +512,8 @@ def _fixed_stdin(args, outcome, sources: dict[str, bytes], relint, report) -> in
         report.notices = [n for n in report.notices if not n.startswith("warning:")]
         if outcome.count:
             report.notices.append(f"Fixed {outcome.count} error{'s' if outcome.count != 1 else ''}.")
+        if outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
+            report.outcome = 1
         sys.stderr.write(render(report, "text", statistics=args.statistics))
     if args.exit_zero:
         return 0

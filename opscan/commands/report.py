@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, add_output_arguments, emit, error, output_problem
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error, output_problem
 from opscan.commands.scan import positive
 
 DEFAULT_STATE = ".opscan_cache/sweep-state.jsonl"
@@ -113,9 +113,8 @@ def run(args: argparse.Namespace) -> int:
         if args.diff:
             before = matrix.load(args.diff[0])
             after = matrix.load(args.diff[1]) if len(args.diff) == 2 else _fresh(args)
-            report, changed = diff.diff(before, after)
-            rc = emit(report, args)
-            return rc if rc == EXIT_ERROR else (EXIT_FINDINGS if changed else EXIT_CLEAN)
+            report, _changed = diff.diff(before, after)
+            return emit(report, args)  # 1 when rows changed: the report's own outcome
         if args.sweep:
             limit = args.time_limit if args.time_limit is not None else DEFAULT_TIME_LIMIT
             deadline = started + max(0.0, limit - WRAP_UP_S)

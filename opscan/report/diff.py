@@ -48,4 +48,5 @@ def diff(before: Report, after: Report) -> tuple[Report, int]:
             environment.add(key, before.env.get(key), after.env.get(key))
     rows_changed = len({(r[0], r[1], r[2], r[3]) for r in changes.rows})
     env = {"before": _label(before.env), "after": _label(after.env), "rows_changed": rows_changed}
-    return Report("report", tables=[changes, environment], env=env), rows_changed
+    said = f"{rows_changed} row{'s' if rows_changed != 1 else ''} changed." if rows_changed else "No row changed."
+    return Report("report", tables=[changes, environment], env=env, summary=said, outcome=1 if rows_changed else 0), rows_changed

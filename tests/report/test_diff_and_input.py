@@ -34,6 +34,28 @@ def test_diff_lists_every_changed_field():
     assert doc["env"]["rows_changed"] == 3
 
 
+def test_a_diff_with_changes_never_closes_with_all_checks_passed():
+    """It listed the changed rows, exited 1 and closed with "All checks passed!": the closing line and the exit agree."""
+    rc, out, err = opscan_report("--diff", str(OLD), str(NEW))
+    assert rc == 1, err
+    assert "All checks passed!" not in out and out.splitlines()[-1] == "3 rows changed."
+    rc, out, err = opscan_report("--diff", str(NEW), str(NEW))
+    assert rc == 0, err
+    assert out.splitlines()[-1] == "No row changed."
+
+
+def test_every_format_closes_as_the_exit_code_says():
+    """The formatter reads the report's outcome, never which command made it."""
+    from opscan.findings import Report
+    from opscan.output import render
+
+    for outcome in (0, 1):
+        report = Report("anything", outcome=outcome)
+        assert report.exit_code() == outcome
+        for fmt in ("text", "markdown", "html"):
+            assert ("All checks passed!" in render(report, fmt)) == (outcome == 0), (fmt, outcome)
+
+
 def test_a_report_diffed_with_itself_has_no_changes():
     rc, out, err = opscan_report("--diff", str(NEW), str(NEW), "--output-format", "markdown")
     assert rc == 0, err

@@ -148,9 +148,11 @@ def test_all_fixed_exits_0_unless_asked(tmp_path):
     put(tmp_path, SEEDS_ONLY)
     assert opscan(tmp_path, "lint", "--fix", "--no-cache", "train.py").rc == 0
     put(tmp_path, SEEDS_ONLY)
-    assert opscan(tmp_path, "lint", "--fix", "--exit-non-zero-on-fix", "--no-cache", "train.py").rc == 1
+    run = opscan(tmp_path, "lint", "--fix", "--exit-non-zero-on-fix", "--no-cache", "train.py")
+    assert (run.rc, run.out) == (1, "Fixed 2 errors.\n")  # not "All checks passed!" beside exit 1
     # Nothing left to fix: --exit-non-zero-on-fix has nothing to report.
-    assert opscan(tmp_path, "lint", "--fix", "--exit-non-zero-on-fix", "--no-cache", "train.py").rc == 0
+    run = opscan(tmp_path, "lint", "--fix", "--exit-non-zero-on-fix", "--no-cache", "train.py")
+    assert (run.rc, run.out) == (0, "All checks passed!\n")
 
 
 def test_exit_zero_wins(tmp_path):
