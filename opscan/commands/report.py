@@ -18,6 +18,7 @@ from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error
 from opscan.commands.scan import positive
 
 DEFAULT_STATE = ".opscan_cache/sweep-state.jsonl"
+DEFAULT_RUNS = 5
 DEFAULT_TIME_LIMIT = 540.0
 # Time kept back from --time-limit for writing the report after the last case.
 WRAP_UP_S = 5.0
@@ -59,11 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the torch the rules are read for (default: the installed torch, else the newest known); "
         "another release than the installed one is reported from the rules only",
     )  # fmt: skip
+    # --device and --runs default to None, so that _check can tell them given to --load, which measures nothing.
     parser.add_argument(
-        "--device", default="auto",
-        help="where to measure: auto (cuda if there is a GPU, else cpu), cuda, cuda:N, cpu, or none (the rules only)",
+        "--device",
+        help="where to measure: auto (cuda if there is a GPU, else cpu; the default), cuda, cuda:N, cpu, or none (the rules only)",
     )  # fmt: skip
-    parser.add_argument("--runs", type=runs_count, default=5, metavar="N", help="runs per mode whose bits are compared (default 5)")
+    parser.add_argument("--runs", type=runs_count, metavar="N", help=f"runs per mode whose bits are compared (default {DEFAULT_RUNS})")
     parser.add_argument("--sweep", action="store_true", help="measure torch's OpInfo and ModuleInfo samples and some torchvision ops instead of the rules")
     parser.add_argument(
         "--time-limit", type=seconds, metavar="SECONDS",
@@ -91,6 +93,13 @@ def _check(args: argparse.Namespace) -> str | None:
         return f"{' and '.join(exclusive)} do not go together"
     if args.ops is not None and not [p for p in args.ops.split(",") if p.strip()]:
         return "--ops needs a pattern"
+    # What makes a report here means nothing where none is made: a word, not a flag silently ignored.
+    made_here = [flag for flag, value in (("--torch-version", args.torch_version), ("--device", args.device), ("--runs", args.runs)) if value is not None]
+    saved = "--load" if args.load else "--diff with two reports" if args.diff is not None and len(args.diff) == 2 else ""
+    if made_here and saved:
+        return f"{', '.join(made_here)} and {saved} do not go together: a saved report is read as it is, and nothing is measured"
+    if args.torch_version is not None and args.sweep:
+        return "--torch-version and --sweep do not go together: the sweep measures the installed torch"
     return None
 
 
@@ -121,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             bar = _progress("sweep", deadline)
             try:
                 report = build.sweep_report(
-                    device=args.device, runs=args.runs, samples=args.samples or 3,
+                    device=args.device or "auto", runs=args.runs or DEFAULT_RUNS, samples=args.samples or 3,
                     patterns=[p.strip() for p in args.ops.split(",") if p.strip()] if args.ops else None,
                     state_path=args.state or DEFAULT_STATE, deadline=deadline, progress=bar.update,
                 )  # fmt: skip
@@ -153,6 +162,6 @@ def _fresh(args: argparse.Namespace):
 
     bar = _progress("report")
     try:
-        return build.rules_report(torch_version=args.torch_version, device=args.device, runs=args.runs, progress=bar.update)
+        return build.rules_report(torch_version=args.torch_version, device=args.device or "auto", runs=args.runs or DEFAULT_RUNS, progress=bar.update)
     finally:
         bar.close()

@@ -106,6 +106,11 @@ def test_output_file_is_replaced_whole(tmp_path):
         pytest.param(["--device", "cuda:7"], "no CUDA GPU is available", marks=needs_torch),
         pytest.param(["--device", "tpu"], "'tpu' is not a device; use cuda, cuda:N, cpu or auto (or none: the rules only)", marks=needs_torch),
         (["--output-format", "pdf"], "invalid choice"),
+        # A saved report is rendered or compared as it is: the flags that make one here were ignored without a word.
+        (["--load", str(NEW), "--torch-version", "2.9"], "--torch-version and --load do not go together"),
+        (["--load", str(NEW), "--device", "cpu", "--runs", "3"], "--device, --runs and --load do not go together"),
+        (["--diff", str(OLD), str(NEW), "--torch-version", "2.9"], "--torch-version and --diff with two reports do not go together"),
+        (["--sweep", "--torch-version", "2.9"], "--torch-version and --sweep do not go together"),
     ],
 )
 def test_bad_input_is_a_clear_error(args, message):
