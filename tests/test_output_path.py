@@ -80,3 +80,15 @@ def test_an_empty_output_name_is_refused_first(tmp_path, command):
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1] == "opscan: error: -o needs a file name"
     assert not (tmp_path / "RAN").exists()
+
+
+@pytest.mark.parametrize("under", ["keep.txt/sub", "keep.txt/sub/deeper/r.json"])
+def test_a_file_where_a_folder_should_be_is_named_as_such(tmp_path, under):
+    """`-o keep.txt/sub` with keep.txt a file said "no folder .../keep.txt": it is there, and it is a file."""
+    from opscan.commands.common import check_output_path
+
+    (tmp_path / "keep.txt").write_text("kept\n")
+    path = str(tmp_path / under)
+    assert check_output_path(path) == f"cannot write {path}: {tmp_path / 'keep.txt'} is not a folder"
+    missing = str(tmp_path / "absent" / "r.json")
+    assert check_output_path(missing) == f"cannot write {missing}: no folder {tmp_path / 'absent'}"

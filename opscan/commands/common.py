@@ -30,6 +30,11 @@ def check_output_path(path: str | None) -> str | None:
         return f"{path} is a directory; give -o a file name"
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
+        there = folder  # the nearest part of the path that exists: a file where a folder should be is not "no folder"
+        while not os.path.lexists(there) and os.path.dirname(there) != there:
+            there = os.path.dirname(there)
+        if os.path.lexists(there) and not os.path.isdir(there):
+            return f"cannot write {path}: {there} is not a folder"
         return f"cannot write {path}: no folder {folder}"
     if not os.access(folder, os.W_OK):  # the report is written beside it, atomically: the folder must take a new file
         return f"cannot write {path}: the folder {folder} is not writable"
