@@ -11,12 +11,6 @@ import time
 
 from opscan.commands.common import EXIT_CLEAN, add_output_arguments, device_problem, emit, error, needs_torch, output_problem
 
-PARTIAL_SCAN = (
-    "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
-    "This is a partial scan; run it on a GPU machine for the full list."
-)
-
-
 _DIM = re.compile(r"\s*[0-9]+\s*")
 
 
@@ -151,8 +145,6 @@ def run(args: argparse.Namespace) -> int:
     report = scan(
         targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape, probe=probe, rank=rank
     )  # fmt: skip
-    if device == "cpu":
-        report.notices.insert(0, PARTIAL_SCAN)
     if rank is None:
         return emit(report, args)
     return _emit_rank(report, rank, args, started)

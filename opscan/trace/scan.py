@@ -11,6 +11,11 @@ from __future__ import annotations
 from opscan.findings import Finding, Problem, Report
 from opscan.trace.codes import BENCHMARK_CODE, CUBLAS_CODE, RULES
 
+PARTIAL_SCAN = (
+    "no CUDA GPU: scanned on the CPU, where only put_ and max_unpool raise the determinism alert. "
+    "This is a partial scan; run it on a GPU machine for the full list."
+)
+
 
 def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str | None = None, rank=None) -> Report:
     """Scan every target on `device`; a target that fails is a Problem in the report, and the others still run.
@@ -29,6 +34,7 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
 
     report = Report("scan", rules=RULES)
     flags, environ, cublas_alerted = None, None, False
+    traced = 0  # targets that ran under the tracer: a file that is not there scanned nothing, on any device
     backends: list[str] = []
 
     def on_step(_step: int) -> None:
@@ -55,6 +61,7 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
 
         is_script = target.kind == "script"
         outcome = run(target, device=device, steps=steps if is_script else 1, input_shape=input_shape, modes=modes, on_step=on_step)
+        traced += bool(traces or probes)
         report.notices.extend(f"{target.name}: {n}" for n in outcome.notices)
         if outcome.problem is not None:
             report.errors.append(outcome.problem)
@@ -81,6 +88,8 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
         if report.env.get("cublas_enforced") and not cublas_alerted:
             report.findings.append(_cublas_finding(report.env))
     report.env["targets"] = len(targets)
+    if device == "cpu" and traced:
+        report.notices.insert(0, PARTIAL_SCAN)
     if rank is not None:
         from opscan.trace import ranks
 
