@@ -210,6 +210,18 @@ def _resolve(module, dotted: str, where: str):
             raise TargetError(f"{where} has no attribute {dotted!r}") from None
     if not callable(obj):
         raise TargetError(f"{where}:{dotted} is not callable")
+    import inspect
+
+    try:
+        needs = inspect.signature(obj)
+        needs.bind()
+    except ValueError:  # no signature to read (a builtin): the call will tell
+        pass
+    except TypeError:  # called, it raised a TypeError that named no line of the user's, said twice as "raised"
+        raise TargetError(
+            f"{where}:{dotted}{needs} takes arguments; a target callable is called with none "
+            "and returns (model, inputs) or (model, inputs, loss_fn)"
+        ) from None
     return obj
 
 

@@ -95,10 +95,15 @@ def test_user_code_raising_while_building_shows_its_traceback(capsys):
     assert out.count("ValueError: cannot build this model") == 2  # the message, and the traceback's last line
 
 
+def _scan_source(capsys, tmp_path, name: str, source: str) -> tuple[int, str, str]:
+    """Scan NAME.py:build, NAME.py holding `source`, on the CPU."""
+    (tmp_path / f"{name}.py").write_text(source)
+    return scan(capsys, f"{name}.py:build", *CPU, cwd=tmp_path)
+
+
 @needs_torch
 def test_a_target_that_does_not_parse_shows_the_syntax_error_alone(capsys, tmp_path):
-    (tmp_path / "syn.py").write_text("import torch\ndef build(:\n    pass\n")
-    rc, out, err = scan(capsys, "syn.py:build", *CPU, cwd=tmp_path)
+    rc, out, err = _scan_source(capsys, tmp_path, "syn", "import torch\ndef build(:\n    pass\n")
     assert rc == 2
     assert "error: importing syn.py raised: SyntaxError: invalid syntax (syn.py, line 2)" in out
     assert 'syn.py", line 2' in out and "def build(:" in out
@@ -192,6 +197,24 @@ def test_auto_device_without_a_gpu_says_so(capsys):
     assert "no CUDA GPU: scanned on the CPU" in out  # in the report itself, so a shared report carries it
     rc, out, err = scan(capsys, "put_model.py:build", "--output-format", "html")
     assert "no CUDA GPU: scanned on the CPU" in out and "no CUDA GPU: scanned on the CPU" in err
+
+
+@needs_torch
+def test_a_builder_that_needs_an_argument_is_one_clear_error(capsys, tmp_path):
+    """It was "raised: TypeError: build() missing 1 required positional argument", the TypeError line said twice."""
+    rc, out, err = _scan_source(capsys, tmp_path, "m", "import torch\n\ndef build(n):\n    return torch.nn.Linear(2, 2), torch.ones(1, 2)\n")
+    assert rc == 2 and "TypeError" not in out + err
+    assert "error: m.py:build(n) takes arguments; a target callable is called with none" in out
+
+
+@needs_torch
+def test_a_scan_that_scanned_nothing_says_nothing_of_a_partial_scan(capsys):
+    """`scan nonexist.py:build` said "scanned on the CPU ... partial scan" beside "no such file"."""
+    rc, out, err = scan(capsys, "zz_absent_model.py:build", *CPU)
+    assert rc == 2 and "no such file" in out
+    assert "partial scan" not in out + err
+    rc, out, err = scan(capsys, "zz_absent_model.py:build", "put_model.py:build", *CPU)  # one of two scanned: it is said
+    assert rc == 2 and "partial scan" in out
 
 
 dims = st.lists(st.integers(min_value=1, max_value=4096), min_size=1, max_size=6)
