@@ -95,8 +95,11 @@ def _record_in_child(argv: list[str], label: str, nproc: int | None = None) -> P
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     if nproc is not None:
         lines = _without_torchrun(lines)
-    reasons = [line.removeprefix("opscan: error: ") for line in lines if line.startswith("opscan: error: ")]
-    reason = reasons[-1] if reasons else (lines[-1] if lines else f"exit status {proc.returncode}")
+    said = [i for i, line in enumerate(lines) if line.startswith("opscan: error: ")]
+    if said:  # the child's error line is the message: the detail (its traceback) does not say it again
+        reason = lines.pop(said[-1]).removeprefix("opscan: error: ")
+    else:
+        reason = lines[-1] if lines else f"exit status {proc.returncode}"
     return Problem(f"recording run {label} failed: {reason}", detail="\n".join(lines[-40:]))
 
 

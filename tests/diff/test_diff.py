@@ -145,6 +145,15 @@ def test_bad_input_to_diff(tmp_path):
     assert proc.returncode == 2 and f"argument --seed: {2**64} is out of range" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_a_builder_that_raises_is_said_once(tmp_path):
+    """The child's own `opscan: error:` line was the message, and was repeated under it in the detail."""
+    (tmp_path / "m.py").write_text("def build():\n    raise RuntimeError('builder exploded')\n")
+    proc = opscan("diff", "m.py:build", *CPU, "--steps", "1", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout.count("builder exploded") == 3, proc.stdout  # the message, the traceback's raise line, its last line
+    assert "opscan: error:" not in proc.stdout and "recording run a failed: m.py:build raised: RuntimeError: builder exploded" in proc.stdout
+
+
 def test_a_bad_device_is_one_error_before_anything_runs(tmp_path):
     # In two processes the device used to be checked only inside each run's recording, which
     # said "recording run a failed" and, for a config's device, did not name the file.
