@@ -179,15 +179,30 @@ class RecordMode(TorchDispatchMode):
     def _should_skip_dynamo(cls) -> bool:
         # TorchDispatchMode wraps __torch_dispatch__ in torch._disable_dynamo unless a
         # subclass opts out (torch/utils/_python_dispatch.py, 2.11 and 2.14): the wrapper
-        # costs ~2 us per op and imports torch._dynamo on first use. A record never runs
-        # under Dynamo: compiled code calls its kernels directly, past any dispatch mode.
+        # costs ~2 us per op and imports torch._dynamo on first use. Compiled code calls its
+        # kernels directly, past any dispatch mode; the ops it still dispatches inside a compiled
+        # call are recorded with Dynamo off, in __torch_dispatch__ below.
         return False
 
     def __init__(self, recorder: Recorder):
         super().__init__()
         self.r = recorder
+        self._outside_dynamo = None  # this method, with Dynamo disabled: made when first needed
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if _is_compiling() or _dynamo_callback() is not None:
+            # Inside a torch.compile'd call (its eager parts, its runtime wrappers) Dynamo's frame callback is set:
+            # it took this method's frames, and record_nodes', for user code to compile (warnings about opscan's
+            # own code, its recompile limit hit, seconds lost). Run the op's record with Dynamo off, as torch's
+            # default wrapper would, but only here: elsewhere that wrapper costs every op ~2 us.
+            outside = self._outside_dynamo
+            if outside is None:
+                # torch.compiler.disable(fn, recursive=True): torch/compiler/__init__.py in 2.14.1, and the same
+                # signature in the pytorch/pytorch copy the search index holds (a1cd6d26, torch 2.3 era); it imports
+                # torch._dynamo, which a callback being set means is imported already. Called, it sets the callback to
+                # None (DisableContext(callback=None), torch/_dynamo/eval_frame.py, 2.x alike): no second trip here.
+                outside = self._outside_dynamo = torch.compiler.disable(self.__torch_dispatch__, recursive=True)
+            return outside(func, types, args, kwargs)
         r = self.r
         if kwargs is None:
             kwargs = _NO_KWARGS
@@ -282,6 +297,12 @@ class RecordMode(TorchDispatchMode):
 
 
 _NO_KWARGS: dict = {}
+# Dynamo's frame-evaluation callback, None outside a compiled call: a C function of torch._C (get_eval_frame_callback
+# in torch/_C/_dynamo/eval_frame.pyi, 2.11 and 2.14 alike), read without importing torch._dynamo.
+# torch.compiler.is_compiling (public since torch 2.3; 2.11 and 2.14): Dynamo reads it as True while it traces a
+# frame, so a trace of __torch_dispatch__ goes straight to the disabled call and touches no builtin it would warn of.
+_is_compiling = torch.compiler.is_compiling
+_dynamo_callback = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None), "get_eval_frame_callback", lambda: None)
 _STRIDED = torch.strided
 _TENSORS = (torch.Tensor, torch.nn.Parameter)
 _getframe = sys._getframe

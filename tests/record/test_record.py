@@ -9,13 +9,15 @@ import math
 import random
 import re
 import struct
+import subprocess
+import sys
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from opscan.trace.fingerprint import reference  # noqa: E402
-from tests.record.helpers import CPU, FIXTURES, line_of, read, record  # noqa: E402
+from tests.record.helpers import CPU, FIXTURES, env, line_of, opscan, read, record  # noqa: E402
 
 HEX = re.compile(r"^[0-9a-f]{16}$")
 PARAM_REF = re.compile(r"^p:[\w.]+@[0-9a-f]{16}$")
@@ -502,3 +504,44 @@ def test_a_permutation_from_a_shifted_stream_is_blamed_on_the_draw(capsys, tmp_p
     report = compare_records(*map(str, paths))
     assert [(f.code, f.line) for f in report.findings] == [("DET201", line_of("PERM_LINE"))], [f.message for f in report.findings]
     assert report.findings[0].message.startswith("`aten.randperm.default` drew from a different generator state")
+
+
+COMPILED = """\
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+run = torch.compile(model) if COMPILE else model
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for i in range(3):
+    opt.zero_grad()
+    run(torch.randn(3, 4)).sum().backward()
+    opt.step()
+"""
+
+
+def _compile_runs_here() -> str:
+    """Why torch.compile cannot run here (no C compiler for inductor, ...), or "": tried in a process of its own."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import torch\nprint(torch.compile(lambda x: x * 2 + 1)(torch.ones(3)).sum().item())"],
+        env=env(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    return "" if probe.returncode == 0 and probe.stdout.strip() == "9.0" else f"torch.compile does not run here: {probe.stderr[-300:]}"
+
+
+def test_a_compiled_model_is_recorded_without_dynamo_tracing_opscan(tmp_path):
+    """Inside a compiled call Dynamo took the dispatch mode's frames, and record_nodes', as code to compile:
+    27 lines of warnings about opscan's own code, its recompile limit hit, and norms computed by compiled code."""
+    reason = _compile_runs_here()
+    if reason:
+        pytest.skip(reason)
+    (tmp_path / "compiled.py").write_text("COMPILE = True\n" + COMPILED)
+    (tmp_path / "eager.py").write_text("COMPILE = False\n" + COMPILED)
+    proc = opscan("record", "--steps", "2", "-o", "c.jsonl", "--run", "compiled.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    noise = [line for line in proc.stderr.splitlines() if "Warning" in line or "recompile" in line or "opscan/trace" in line]
+    assert noise == [], proc.stderr
+    assert opscan("record", "--steps", "2", "-o", "e.jsonl", "--run", "eager.py", cwd=tmp_path).returncode == 0
+    compiled, eager = read(tmp_path / "c.jsonl")["ops"], read(tmp_path / "e.jsonl")["ops"]
+    same = [(c, e) for c, e in zip(compiled, eager) if (c["op"], c["in"], c["out"]) == (e["op"], e["in"], e["out"])]
+    assert len(same) >= len(eager) // 2  # the record is of the same run
+    assert [c.get("norm") for c, _ in same] == [e.get("norm") for _, e in same]  # and its own code ran eagerly
