@@ -162,6 +162,9 @@ class _EntryLinter:
         self.progress: Progress | None = None
         self.noqa_used: set[tuple[str, int, str]] = set()  # (path, line, code) a line's `# noqa` suppressed
         self.child_deps: set[str] = set()  # what worker processes read (see deps)
+        # The entries whose run hit a safety net of the linker (see limit_warnings), as given.
+        self.too_deep: set[str] = set()
+        self.too_long: set[str] = set()
 
     def deps(self) -> set[str]:
         """The files read and the folders looked in, here and in worker processes."""
@@ -176,6 +179,10 @@ class _EntryLinter:
             raw = [Finding(det000.RULE.code, f"Could not analyse file: {facts.error}", module.path, loc.line, loc.col, loc.end_line, loc.end_col)]
         else:
             trace = self.project.trace(module)
+            if trace.deep:
+                self.too_deep.add(str(path))
+            if trace.truncated:
+                self.too_long.add(str(path))
             if self.unresolved is not None:
                 for package, where in trace.libraries.items():
                     self.unresolved.setdefault(package, where)
@@ -185,6 +192,31 @@ class _EntryLinter:
                     rule.check(ctx)
             raw = ctx.findings
         return [self._final(f) for f in raw if self._kept(f)]
+
+    def limit_warnings(self, files: list[Path]) -> list[str]:
+        """A warning for each safety net of the linker that some entry's run hit, naming the entries.
+
+        Recursion is walked once per cycle (see project._Walker.enter), so neither is met but
+        where calls and imports really nest that deep, or a run really makes that many calls.
+        """
+        from opscan.lint.project import MAX_DEPTH, MAX_EVENTS
+
+        out = []
+        for hit, what in (
+            (self.too_deep, f"nest{{s}} calls and imports more than {MAX_DEPTH} deep: lint did not follow them further"),
+            (self.too_long, f"go{{es}} on past {MAX_EVENTS:,} calls and effects: lint did not check the rest"),
+        ):
+            if not hit:
+                continue
+            # In the order of the files (as given, whichever process linted them).
+            paths = [p for p in dict.fromkeys(map(str, files)) if p in hit]
+            shown = ", ".join(display_path(os.path.abspath(p)) for p in paths[:3])
+            if len(paths) > 3:
+                shown += f" and {len(paths) - 3:,} more"
+            one = len(paths) == 1
+            text = what.format(s="s" if one else "", es="es" if one else "")
+            out.append(f"warning: the run{'' if one else 's'} of {shown} {text}, so findings there may be missing")
+        return out
 
     def _kept(self, f: Finding) -> bool:
         if f.code not in self.enabled or f.code in self._ignored_in(f.path):
@@ -419,8 +451,9 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                 taken: list[int] = []
                 payload = work(draw(w, taken), tick, w)
                 used = linter.cache.used if linter.cache is not None else set()
+                state = (taken, payload, used, linter.noqa_used, linter.deps(), linter.too_deep, linter.too_long)
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(pickle.dumps((taken, payload, used, linter.noqa_used, linter.deps()), protocol=pickle.HIGHEST_PROTOCOL))
+                    out.write(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
                 status = 0
             finally:
                 os._exit(status)
@@ -441,13 +474,15 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         if status != 0:
             continue
         try:
-            taken, result, used, noqa_used, deps = pickle.loads(payload)
+            taken, result, used, noqa_used, deps, too_deep, too_long = pickle.loads(payload)
         except Exception:  # a truncated payload: its items are done here
             continue
         if linter.cache is not None:
             linter.cache.used |= used
         linter.noqa_used |= noqa_used
         linter.child_deps |= deps
+        linter.too_deep |= too_deep
+        linter.too_long |= too_long
         done.append((taken, result))
     draw.close()
     covered = {i for taken, _ in done for i in taken}
@@ -701,6 +736,7 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
 
     if det010.RULE.code in linter.enabled:  # once every script has said which `# noqa` it needed
         per_file.append(linter.unused_noqa(files))
+    report.notices += linter.limit_warnings(files)
     # A finding in a helper module may be reached from several scripts: report it once.
     seen: set[tuple] = set()
     for found in per_file:

@@ -112,7 +112,7 @@ class EntryTrace(Plain):
     """
 
     _fields = ("entry", "events", "reachable_calls", "truncated", "libraries")
-    __slots__ = ("entry", "effects", "truncated", "_root", "_walker", "_events", "_reachable", "_uncalled", "_libraries")
+    __slots__ = ("entry", "effects", "truncated", "deep", "_root", "_walker", "_events", "_reachable", "_uncalled", "_libraries")
 
     def __init__(self, entry: Module, root: _Record | None = None, walker: _Walker | None = None):
         self.entry = entry
@@ -120,7 +120,10 @@ class EntryTrace(Plain):
         self._walker = walker
         self._events: list[TraceEvent] | None = None if root is not None else []
         self._reachable: list[TraceEvent] | None = None if walker is not None else []
+        # Safety nets, which the linter warns about: more than MAX_EVENTS events (those past it are
+        # left out), and calls or imports nested deeper than MAX_DEPTH (not followed).
         self.truncated = root is not None and root.count > MAX_EVENTS
+        self.deep = root is not None and root.min_cut <= MAX_DEPTH
         # The effects among the first MAX_EVENTS events, in order.
         self.effects: list[TraceEvent] = [e for pos, e in root.effects if pos < MAX_EVENTS] if root is not None else []
         self._uncalled: list[TraceEvent] | None = None if walker is not None else []
@@ -532,6 +535,8 @@ class _Record:
 
     - `need_loaded` / `need_unloaded`: modules found loaded (or not) that it did not load itself;
     - `need_stacked` / `need_free`: functions found on the call stack (or not) that it did not enter itself;
+      a function in a cycle stays on it after it returns, until the cycle's first one does (`blocks`
+      are those it leaves there, see _Walker.enter);
     - `max_pass` / `min_cut`: the deepest depth check that passed and the shallowest that
       failed, relative to where it started;
     - `heads`: the first parts of the dotted names it looked up. An entry's own
@@ -546,7 +551,8 @@ class _Record:
 
     __slots__ = (
         "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
-        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "classes", "libs", "names_ok", "walked",
+        "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "blocks", "classes", "libs",
+        "names_ok", "walked",
     )  # fmt: skip
 
     def __init__(self, start_loaded: int, start_stack: int):
@@ -561,6 +567,7 @@ class _Record:
         self.min_cut = MAX_DEPTH + 1
         self.start_loaded = start_loaded  # the modules loaded when it began: those loaded since are its own
         self.start_stack = start_stack  # the functions on the stack when it began: those above are its own
+        self.blocks = 0  # the functions it left on the stack: in a cycle with one below it (see _Walker.enter)
         self.classes: dict | None = None  # built when asked for
         # The top-level package of each import that ran and found no project file, with where it
         # first did, inside records too: built when asked for (see _libs_of).
@@ -894,11 +901,19 @@ class _Walker:
             return
         if rec.max_pass < 0:
             rec.max_pass = 0
-        self.stack |= bit
-        self.sub(memo, target_mod, func.events, frame, key, False, worker)
-        self.stack &= ~bit
+        outer = self.stack
+        self.stack = outer | bit
+        walked = self.sub(memo, target_mod, func.events, frame, key, False, worker)
+        if not walked.need_stacked & ~bit:
+            # It came round to no function below it: what it left entered (itself, and the
+            # functions of its cycles) may run again.
+            self.stack = outer
+        # Else it is in a cycle with a function still being walked: it stays entered, with what
+        # it left entered, until that one returns, so that a cycle's functions are walked once
+        # each, not once per path through the cycle (a call met again adds nothing: its effects
+        # are in the walk already made).
 
-    def sub(self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool) -> None:
+    def sub(self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool) -> _Record:
         """Walk `events` one call or import below the current point, or replay a record of that walk that holds.
 
         `worker`: they run in a DataLoader's worker processes (which does not change the walk)."""
@@ -911,6 +926,7 @@ class _Walker:
         if found is not None:
             rec = found
             self.loaded |= rec.added
+            self.stack |= rec.blocks
         else:
             prog = self.program(memo, mod, events, imported)
             rec = self.rec = _Record(self.loaded, self.stack)
@@ -919,12 +935,14 @@ class _Walker:
                 self.walk(prog)
             finally:
                 self.rec, self.base = parent, base - 1
+            rec.blocks = self.stack & ~rec.start_stack
             if not rec.heads.isdisjoint(self.folder_names):
                 rec.search = self.search
             self.project._records.setdefault(memo, []).append(rec)
         child_via = (frame,)
         self._absorb(parent, rec, child_via, worker)
         parent.ops.append((memo[0], what, rec, child_via, worker))
+        return rec
 
     def _holding(self, records: list[_Record], base: int) -> _Record | None:
         """The first of `records` such that walking again here would do exactly what it did."""

@@ -87,6 +87,34 @@ def test_shared_records_change_no_trace_where_depth_cuts(tmp_path, monkeypatch):
         assert _trace_text(shared, path) == _trace_text(_new_project(tmp_path, files), path), path
 
 
+def _cyclic_package(root: Path, n: int, seed: int) -> list[Path]:
+    """Modules whose functions call one another's round in cycles, so that walks leave functions
+    entered (project._Walker.enter) in the states other entries meet them in."""
+    rng = random.Random(seed)
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    names = [f"m{i}" for i in range(n)]
+    (pkg / "__init__.py").write_text("\n".join(["import torch"] + [f"from pkg import {m}" for m in names]) + "\n")
+    for m in names:
+        calls = [f"    {rng.choice(names)}.{rng.choice('abc')}(k)" for _ in range(3)]
+        body = ["import random", "import torch", "import pkg", f"from pkg import {', '.join(sorted(set(names) - {m}))}", ""]
+        body += ["def a(k):", calls[0], "    b(k)", "    random.random()", ""]
+        body += ["def b(k):", calls[1], "    torch.manual_seed(k)" if rng.random() < 0.3 else "    x = 1", "    c(k)", ""]
+        body += ["def c(k):", calls[2], "    a(k)" if rng.random() < 0.5 else "    random.shuffle([])", ""]
+        body += [f"{rng.choice('abc')}(0)" if rng.random() < 0.3 else "", 'if __name__ == "__main__":', "    a(1)"]
+        (pkg / f"{m}.py").write_text("\n".join(body) + "\n")
+    return sorted(root.rglob("*.py"))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_shared_records_change_no_trace_in_cycles(tmp_path, seed):
+    files = _cyclic_package(tmp_path, 12, seed)
+    shared = _new_project(tmp_path, files)
+    for path in files:
+        assert _trace_text(shared, path) == _trace_text(_new_project(tmp_path, files), path), path
+    assert any(rec.blocks for records in shared._records.values() for rec in records)  # what is tested here
+
+
 def _walks(tmp_path: Path, n: int, monkeypatch) -> int:
     files = _package(tmp_path / str(n), n, 5)
     count = [0]
@@ -226,3 +254,124 @@ def test_first_calls_are_the_first_place_of_each_call_among_the_events(tmp_path,
             workers += sum(e.worker for e in built.events)
     assert workers or max_events < 50  # the DataLoader's dataset ran in workers (before any cut)
     assert seeds or max_events < 50  # the effects asked for with `also` are there to be given (before any cut)
+
+
+# ---------------------------------------------------------------- recursion
+
+
+def _dense(folder: Path, k: int) -> Path:
+    """k functions that each call all k (themselves too), then draw from `random`: one cycle, k*k edges."""
+    lines = ["import random", "import torch", ""]
+    for i in range(k):
+        lines += [f"def walk{i}(node):"]
+        for j in range(k):
+            lines += [f"    if node.kind == {j}:", f"        walk{j}(node.child)"]
+        lines += ["    return random.random()", ""]
+    lines += ["torch.manual_seed(0)", "walk0(object())"]
+    path = folder / f"dense{k}.py"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _chain(folder: Path, n: int) -> Path:
+    """f_i calls f_{i+1}, draws from `np.random`, then calls f_{7i mod n}: a chain with edges back."""
+    lines = ["import torch", "import numpy as np", ""]
+    for i in range(n):
+        call_next = f"f{i + 1}(x - 1)" if i < n - 1 else "x"
+        lines += [f"def f{i}(x):", f"    if x > {i}:", f"        return {call_next}", "    y = np.random.rand()"]
+        lines += [f"    return f{(i * 7) % n}(x) if x < 0 else x", ""]
+    lines += ["torch.manual_seed(0)", "f0(3)"]
+    path = folder / f"chain{n}.py"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _draws(path: Path, short: str) -> list[str]:
+    """The DET009 line `opscan lint` prints for each `short(` call in the file (one per function)."""
+    lib, seed = ("Python", "random.seed(...)") if short.startswith("random.") else ("NumPy", "np.random.seed(...)")
+    message = f"`{short}` draws from the global {lib} RNG, which this script never seeds; call `{seed}` or use a seeded generator"
+    return [
+        f"{path.name}:{number}:{line.index(short) + 1}: DET009 {message}"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if f"{short}(" in line
+    ]
+
+
+def _linted(path: Path, monkeypatch, most_walks: int) -> tuple[list[str], list[str], int]:
+    """The DET009 lines and the notices of linting `path`, and the bodies the linker walked; it fails
+    as soon as it walks more than `most_walks` (before the fix the count grew exponentially)."""
+    from tests.lint.helpers import lint_report
+
+    count = [0]
+    real = project_mod._Walker.walk
+
+    def counting(self, prog):
+        count[0] += 1
+        assert count[0] <= most_walks, f"more than {most_walks} bodies walked"
+        return real(self, prog)
+
+    monkeypatch.setattr(project_mod._Walker, "walk", counting)
+    try:
+        report = lint_report(path)
+    finally:
+        monkeypatch.setattr(project_mod._Walker, "walk", real)
+    found = [f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}" for f in report.sorted_findings() if f.code == "DET009"]
+    return found, report.notices, count[0]
+
+
+@pytest.mark.parametrize("k", [8, 10, 12])
+def test_every_function_of_a_dense_cycle_is_walked_and_reported(tmp_path, monkeypatch, k):
+    """Each walk_i draws: k findings. A cycle was walked once per path through it, the paths
+    blew MAX_EVENTS, and walk0's own draw (after its calls) was silently left out."""
+    path = _dense(tmp_path, k)
+    found, notices, _ = _linted(path, monkeypatch, 4 * k)
+    assert found == _draws(path, "random.random") and len(found) == k
+    assert notices == []  # no safety net met
+
+
+def test_every_function_of_a_chain_with_edges_back_is_reported(tmp_path, monkeypatch):
+    path = _chain(tmp_path, 100)
+    found, notices, _ = _linted(path, monkeypatch, 400)
+    assert found == _draws(path, "np.random.rand") and len(found) == 100
+    # f0 -> f1 -> ... -> f99 nests 100 calls deep: cut at MAX_DEPTH, and said so. (The edges back reach
+    # the functions past the cut from higher up.)
+    assert notices == [
+        f"warning: the run of chain100.py nests calls and imports more than {project_mod.MAX_DEPTH} deep: "
+        "lint did not follow them further, so findings there may be missing"
+    ]
+
+
+@pytest.mark.parametrize("make, small, large", [(_dense, 10, 20), (_chain, 20, 40)])
+def test_recursion_is_walked_once_per_function_not_per_path(tmp_path, monkeypatch, make, small, large):
+    """The bodies walked, and the events of the trace, grow with the functions (the calls), not the paths."""
+
+    def cost(n: int) -> tuple[int, int]:
+        folder = tmp_path / str(n)
+        folder.mkdir()
+        path = make(folder, n)
+        _, _, walks = _linted(path, monkeypatch, 20 * n)
+        project = _new_project(folder, [path])
+        root = project.trace(project.entry_module(path))._root
+        return walks, root.count
+
+    (walks_small, events_small), (walks_large, events_large) = cost(small), cost(large)
+    assert walks_large <= 2 * walks_small * 1.2, (walks_small, walks_large)
+    assert events_large <= 2 * events_small * 1.2, (events_small, events_large)
+
+
+def test_a_run_past_a_safety_net_says_so_naming_the_files(tmp_path, monkeypatch):
+    """Calls and imports nested deeper than MAX_DEPTH are not followed, events past MAX_EVENTS not
+    checked: a warning (on stderr, from the CLI) names the entries, never a silent cut."""
+    from tests.lint.helpers import lint_report
+
+    monkeypatch.setattr(project_mod, "MAX_EVENTS", 10)
+    monkeypatch.setattr(project_mod, "MAX_DEPTH", 8)
+    for n in (4, 6, 12, 14, 16, 20):
+        _chain(tmp_path, n)
+    assert lint_report(tmp_path).notices == [
+        "warning: the runs of chain12.py, chain14.py, chain16.py and 1 more nest calls and imports more than 8 deep: "
+        "lint did not follow them further, so findings there may be missing",
+        "warning: the runs of chain12.py, chain14.py, chain16.py and 1 more go on past 10 calls and effects: "
+        "lint did not check the rest, so findings there may be missing",
+    ]
+    assert lint_report(tmp_path / "chain6.py").notices == []
