@@ -1,7 +1,7 @@
 """`[tool.opscan]` in pyproject.toml, found by walking up from the paths given, merged with flags.
 
 Common keys, in `[tool.opscan]`:
-  torch-version                   the torch release, or a specifier (">=2.4,<2.7"), lint and report target
+  torch-version                   the torch release, or a specifier (">=2.4,<2.7"), lint targets (report takes --torch-version only)
                                   (default: from the project's requirements, else the installed torch)
 
 Per-command sections, as ruff has `[tool.ruff.lint]`:
