@@ -382,7 +382,7 @@ class Walker:
                 f"(a size, a dim), so {'the runs took other paths' if self.same_code else 'the code differs'} here, not the kernel",
                 help="The two records are of different code. If the change should keep the maths, look at what sets this op's arguments.",
             )
-        if a.rng != b.rng and _seeds_differ(a, b):
+        if _seeds_differ(a, b):  # seeded apart: not one stream moved along
             return self._unseeded(step, a, b, "its inputs are equal, its outputs differ")
         if a.rng != b.rng:
             return Cause(
