@@ -11,7 +11,9 @@ script's own module and at the project code that runs from it.
 The data lives in `rules/*.toml`, keyed by torch version range. It points at
 the call that creates the layer or runs the op. Where an argument that decides
 it cannot be known statically, it stays silent; ops that raise only in
-backward are not flagged under `torch.no_grad()`.
+backward are not flagged under `torch.no_grad()`. Elsewhere, lint cannot tell
+whether a gradient flows back through such a call (a resize of the input batch
+has none), so their message says the op raises where one does.
 
 ## Torch versions
 The rule checks the torch releases the project targets, as every rule does:
@@ -109,6 +111,14 @@ def check(ctx: Context) -> None:
         if ctx.strictly_enabled
         else ", so under warn_only it silently stays nondeterministic (strict mode would raise)"
     )
+    # A backward-only kernel runs only where a gradient flows back through the call, which lint
+    # cannot tell in general (a resize of the input batch has none): the message says so.
+    backward_consequence = (
+        ", so it will raise under use_deterministic_algorithms(True) where a gradient flows back through it"
+        if ctx.strictly_enabled
+        else ", so under warn_only it silently stays nondeterministic where a gradient flows back through it "
+        "(strict mode would raise)"
+    )
     from opscan.rules import index
 
     named = index()  # every op rule's API names: a call that names none cannot be a candidate
@@ -144,7 +154,7 @@ def check(ctx: Context) -> None:
                 event.path,
                 event.loc,
                 f"{name} reaches {op.title}, which has no deterministic CUDA implementation in torch {which}"
-                f"{consequence}. {op.remedy}",
+                f"{backward_consequence if op.phase == 'backward' else consequence}. {op.remedy}",
                 op=op.id,
             )
             break
