@@ -176,5 +176,5 @@ def api_name(event: TraceEvent) -> str:
 def how(event: TraceEvent) -> str:
     """'with `torch.manual_seed`', or 'via `utils.seed.set_seed` (`torch.manual_seed`)' for a project helper."""
     if event.helper:
-        return f"via `{event.helper}` ({api_name(event)})"
+        return f"via `{event.helper}` ({api_name(event)})" if event.api else f"via `{event.helper}`"
     return f"with {api_name(event)}"

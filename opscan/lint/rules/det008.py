@@ -47,8 +47,10 @@ def check(ctx: Context) -> None:
 
 def _by(event) -> str:
     """' via `utils.seed_all`' or ' with `detectron2.utils.env.seed_all_rng`' where a helper wrote it, not the line itself."""
+    # An environment write (`os.environ[...] = ...`) is a statement, not a call: it gets no name in brackets.
+    call = event.api and not event.api.startswith(("os.environ", "os.putenv"))
     if event.helper:
-        return f" via `{event.helper}` ({api_name(event)})"
-    if event.api and not event.api.startswith(("os.environ", "os.putenv")):
+        return f" via `{event.helper}` ({api_name(event)})" if call else f" via `{event.helper}`"
+    if call:
         return f" with {api_name(event)}"
     return ""
