@@ -60,6 +60,38 @@ def write(text: str, output_file: str | None) -> None:
     atomic_write_bytes(output_file, data)
 
 
+def overwrites_input(output_file: str | None, inputs, shown: str | None = None) -> str | None:
+    """Why -o names a file the run reads (its script, a record, a linted file), or None.
+
+    Refused before any work: the report would replace the input it was made from. The same file
+    is the same device and inode (a link, another spelling); an -o that does not exist yet is no
+    input. Only a regular file counts: -o /dev/null beside an input /dev/null replaces nothing.
+    `shown`: -o as the user spelled it, where `output_file` has been made absolute.
+    """
+    import os
+    import stat
+
+    if not output_file or output_file == "-":
+        return None
+    try:
+        out = os.stat(output_file)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(out.st_mode):
+        return None
+    for path in inputs:
+        if not path or path == "-":
+            continue
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            same = os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(output_file))
+            return f"-o {shown or output_file} is {'an input' if same else f'{path}, an input'} of this run: the report would overwrite it; give -o another file"
+    return None
+
+
 def cannot_write(exc: OSError, output_file: str | None) -> int:
     """Say on stderr why `write` failed, and give the error exit code (2).
 

@@ -92,3 +92,70 @@ def test_a_file_where_a_folder_should_be_is_named_as_such(tmp_path, under):
     assert check_output_path(path) == f"cannot write {path}: {tmp_path / 'keep.txt'} is not a folder"
     missing = str(tmp_path / "absent" / "r.json")
     assert check_output_path(missing) == f"cannot write {missing}: no folder {tmp_path / 'absent'}"
+
+
+# ---------------------------------------------------------------- -o naming an input
+
+MODEL = "import torch\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(8, 4), torch.randn(4, 8)\n"
+LINTED = "import torch\n\ntorch.manual_seed(0)\n"
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> Path:
+    """A folder with one input of each kind: a model file, a script, two records, a saved report."""
+    (tmp_path / "m.py").write_text(MODEL)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "t.py").write_text(LINTED)
+    for name in ("a.jsonl", "b.jsonl", "saved.json"):
+        (tmp_path / name).write_text(f"the user's {name}\n")
+    (tmp_path / "alias.jsonl").symlink_to("a.jsonl")
+    return tmp_path
+
+
+def _opscan(args, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run([sys.executable, "-m", "opscan", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "named"),
+    [
+        (("record", "m.py:build", "--device", "cpu"), "m.py", None),
+        (("record", "--device", "cpu", "--run", "sub/t.py"), "sub/t.py", None),
+        (("scan", "m.py:build", "--device", "cpu"), "m.py", None),
+        (("bench", "m.py:build", "--device", "cpu"), "m.py", None),
+        (("diff", "m.py:build", "--device", "cpu"), "m.py", None),
+        (("compare", "a.jsonl", "b.jsonl"), "a.jsonl", None),
+        (("compare", "a.jsonl", "b.jsonl"), "./b.jsonl", None),
+        (("compare", "b.jsonl", "a.jsonl"), "alias.jsonl", "a.jsonl"),
+        (("compare", "--ranks", "a.jsonl", "b.jsonl"), "b.jsonl", None),
+        (("report", "--load", "saved.json", "--output-format", "markdown"), "saved.json", None),
+        (("report", "--diff", "saved.json", "a.jsonl"), "a.jsonl", None),
+        (("lint", "--no-cache", "sub/t.py"), "sub/t.py", None),
+        (("lint", "--no-cache", "."), "sub/t.py", None),
+        (("lint", "--no-cache", "--fix", "sub"), "sub/t.py", None),
+        (("lint", "--no-cache", "--show-settings", "sub/t.py"), "sub/t.py", None),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v,
+)
+def test_an_output_that_is_an_input_is_refused_before_any_work(inputs, command, output, named):
+    """`-o` naming the script, a record, a linted file: the report replaced the input it was made from."""
+    before = {p: p.read_bytes() for p in inputs.rglob("*") if p.is_file()}
+    # -o first: --run takes the rest of the line, and lint's paths are one run of arguments.
+    proc = _opscan([command[0], "-o", output, *command[1:]], inputs)
+    assert proc.returncode == 2, proc.stderr
+    is_what = "an input" if named is None else f"{named}, an input"
+    assert proc.stderr == f"opscan: error: -o {output} is {is_what} of this run: the report would overwrite it; give -o another file\n"
+    assert proc.stdout == ""
+    assert {p: p.read_bytes() for p in inputs.rglob("*") if p.is_file()} == before  # nothing written, nothing fixed
+
+
+def test_lint_writes_over_a_py_file_it_does_not_lint(inputs):
+    """Only a file lint reads is refused: -o t.py outside the linted folder, or excluded from it, is written."""
+    (inputs / "pyproject.toml").write_text('[tool.opscan]\nextend-exclude = ["sub/skip.py"]\n')
+    (inputs / "sub" / "skip.py").write_text("# the user's\n")
+    for output in ("m.py", "sub/skip.py"):
+        proc = _opscan(["lint", "--no-cache", "-o", output, "sub"], inputs)
+        assert proc.returncode == 1, proc.stderr
+        assert (inputs / output).read_text().startswith("sub/t.py:3:1: DET001 ")

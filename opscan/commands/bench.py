@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, needs_torch, output_problem
+from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
 from opscan.commands.scan import add_target_arguments, load_targets, positive, target_paths
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -74,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
         return error("opscan bench measures one target at a time")
     target = targets[0]
     path = target_paths([target])[0]
+    problem = input_problem(args, [path])
+    if problem:
+        return error(problem)
     if path != "." and not os.path.isfile(path):  # before "needs a GPU", which would hide it
         return error(f"{path}: no such file")
     from opscan.bench.measure import DEFAULT_ROUNDS, DEFAULT_WARMUP

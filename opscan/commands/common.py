@@ -47,9 +47,18 @@ def output_problem(args: argparse.Namespace) -> str | None:
     A `--run` script may change the working folder; the report still goes where the user said.
     """
     problem = check_output_path(args.output_file)
+    args.output_named = args.output_file  # as given, for messages
     if problem is None and args.output_file not in (None, "-"):
         args.output_file = os.path.abspath(args.output_file)
     return problem
+
+
+def input_problem(args: argparse.Namespace, inputs) -> str | None:
+    """Why -o names one of the files this run reads (`inputs`, and --config's file), or None: refused before any work."""
+    from opscan.output import overwrites_input
+
+    inputs = [*inputs, getattr(args, "config", None)]
+    return overwrites_input(args.output_file, inputs, shown=getattr(args, "output_named", None))
 
 
 def device_problem(exc: Exception, flag: str | None, settings) -> str:

@@ -22,16 +22,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.commands.common import error
+    from opscan.commands.common import error, input_problem
 
+    problem = input_problem(args, [args.record_a, args.record_b, *(args.ranks or [])])
     if args.ranks is not None:
         if args.record_a is not None:
             return error("give either A B or --ranks RECORD..., not both")
+        if problem:
+            return error(problem)
         from opscan.compare.ranks import compare_ranks
 
         return emit(compare_ranks(args.ranks), args)
     if args.record_b is None:
         return error("give two records A B, or --ranks RECORD... (see --help)")
+    if problem:
+        return error(problem)
     from opscan.compare import compare_records
 
     return emit(compare_records(args.record_a, args.record_b), args)

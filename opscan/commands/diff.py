@@ -10,9 +10,9 @@ import argparse
 import importlib.util
 import os
 
-from opscan.commands.common import add_output_arguments, device_problem, emit, error, output_problem
+from opscan.commands.common import add_output_arguments, device_problem, emit, error, input_problem, output_problem
 from opscan.commands.record import add_record_arguments, check_record_args
-from opscan.commands.scan import add_target_arguments, positive
+from opscan.commands.scan import add_target_arguments, positive, target_paths
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     target, settings, failed = check_record_args(args, "diff")
     if failed is not None:
         return failed
-    problem = output_problem(args)  # before two runs are recorded, not after
+    problem = output_problem(args) or input_problem(args, target_paths([target]))  # before two runs are recorded, not after
     if problem:
         return error(problem)
     if args.keep is not None and os.path.exists(args.keep) and not os.path.isdir(args.keep):

@@ -230,6 +230,10 @@ def _run(args: argparse.Namespace) -> int:
     paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in missing]
     from opscan.findings import Problem, Report
 
+    problem = _output_is_linted(args.output_file, paths, cfg, args.force_exclude)
+    if problem:
+        print(f"opscan: error: {problem}", file=sys.stderr)
+        return 2
     if args.show_settings:
         return show_settings(cfg, paths, missing, targets, args)
 
@@ -343,6 +347,36 @@ def _run(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- --show-settings and -v
+
+
+def _output_is_linted(output_file: str | None, paths: list[str], cfg, force_exclude: bool) -> str | None:
+    """Why -o names a file this lint reads (a linted file, the pyproject.toml it read), or None.
+
+    Only the file -o names is looked for: a path named on the command line is linted whatever its
+    name, and a folder is walked for it (engine.discover, with the same exclusions) only when -o is
+    a .py file that is there and inside it, which a report seldom is.
+    """
+    from opscan.output import overwrites_input
+
+    if output_file in (None, "-") or not os.path.isfile(output_file):
+        return None
+    from opscan._path import Path
+
+    named = [p for p in paths if not os.path.isdir(p) and not (force_exclude and cfg.is_excluded(Path(p)))]
+    problem = overwrites_input(output_file, [*named, cfg.source])
+    if problem or not output_file.endswith(".py"):
+        return problem
+    spellings = {os.path.realpath(output_file), os.path.abspath(output_file)}  # a link in the folder is linted too
+    folders = [
+        p for p in paths
+        if os.path.isdir(p) and any(s.startswith(os.path.join(f, "")) for s in spellings for f in (os.path.realpath(p), os.path.abspath(p)))
+    ]  # fmt: skip
+    if not folders:
+        return None
+    from opscan.lint import engine
+
+    files, _notices = engine.discover(folders, cfg, force_exclude)
+    return overwrites_input(output_file, [str(f) for f in files])
 
 
 def _missing(path: str) -> bool:

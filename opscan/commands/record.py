@@ -12,6 +12,7 @@ import time
 
 from opscan.commands.common import EXIT_CLEAN, check_output_path, device_problem, error, needs_torch
 from opscan.commands.scan import add_target_arguments, parse_targets, target_paths
+from opscan.output import overwrites_input
 
 SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
 ENGINES = ("auto", "native", "python")  # opscan.trace.native.ENGINES, likewise
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     rank = ranks.from_env()
     path = args.record_path if rank is None else ranks.rank_path(args.record_path, rank.rank)
-    problem = check_output_path(path)
+    problem = check_output_path(path) or overwrites_input(path, [*target_paths([target]), args.config])  # before the run
     if problem:
         return error(problem)
     missing = needs_torch("record")

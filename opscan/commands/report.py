@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error, output_problem
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error, input_problem, output_problem
 from opscan.commands.scan import positive
 
 DEFAULT_STATE = ".opscan_cache/sweep-state.jsonl"
@@ -103,6 +103,11 @@ def _check(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The files this run reads, which -o must not name: the saved reports, the sweep's state file."""
+    return [*filter(None, [args.load]), *(args.diff or []), *([args.state or DEFAULT_STATE] if args.sweep else [])]
+
+
 def _progress(what: str, deadline: float | None = None):
     from opscan.report.progress import Progress
 
@@ -111,7 +116,7 @@ def _progress(what: str, deadline: float | None = None):
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    problem = _check(args) or output_problem(args)  # before measuring, not after
+    problem = _check(args) or output_problem(args) or input_problem(args, _inputs(args))  # before measuring, not after
     if problem:
         return error(problem)
     from opscan.report import build, diff, matrix

@@ -9,7 +9,7 @@ import argparse
 import re
 import time
 
-from opscan.commands.common import EXIT_CLEAN, add_output_arguments, device_problem, emit, error, needs_torch, output_problem
+from opscan.commands.common import EXIT_CLEAN, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
 
 _DIM = re.compile(r"\s*[0-9]+\s*")
 
@@ -126,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
         targets, settings = load_targets(args, "scan")
     except (TargetError, ConfigError) as exc:
         return error(str(exc))
+    problem = input_problem(args, target_paths(targets))
+    if problem:
+        return error(problem)
     missing = needs_torch("scan")
     if missing:
         return error(missing)
