@@ -244,7 +244,7 @@ class Report(Plain):
     list of findings instead of the report object (lint's contract).
     """
 
-    _fields = ("command", "findings", "tables", "env", "errors", "notices", "rules", "flat_json", "summary", "outcome")
+    _fields = ("command", "findings", "tables", "env", "errors", "notices", "rules", "flat_json", "summary", "outcome", "checked")
     __slots__ = _fields
 
     def __init__(
@@ -260,6 +260,7 @@ class Report(Plain):
         flat_json: bool = False,
         summary: str | None = None,
         outcome: int | None = None,
+        checked: int | None = None,
     ):
         self.command = command
         self.findings = [] if findings is None else findings
@@ -276,6 +277,9 @@ class Report(Plain):
         # The exit code (0 or 1) of a report whose tables are its result (report --diff: 1 when rows changed), so that
         # the exit code and the closing line come from one place; None: 1 with findings, else 0. Errors make it 2.
         self.outcome = outcome
+        # How many of the run's parts (files linted, targets scanned) it came to the end of, for a command whose
+        # parts can all end clean; None: judged by what the report holds (has_result).
+        self.checked = checked
 
     def sorted_findings(self) -> list[Finding]:
         return sorted(self.findings, key=Finding.sort_key)
@@ -299,6 +303,17 @@ class Report(Plain):
         if self.outcome is not None:
             return self.outcome
         return 1 if self.findings else 0
+
+    def has_result(self) -> bool:
+        """Whether the run produced anything besides its errors: a finding, a table row, a part checked.
+
+        False only for a run whose whole result is an error, which is not written to -o (opscan.output.withhold).
+        """
+        if not self.errors:
+            return True
+        if self.checked is not None:
+            return self.checked > 0
+        return bool(self.findings) or any(table.rows for table in self.tables)
 
     def to_dict(self) -> dict[str, Any]:
         """The report object that every command but lint prints as json (docs/json.md)."""

@@ -92,6 +92,23 @@ def overwrites_input(output_file: str | None, inputs, shown: str | None = None) 
     return None
 
 
+def withhold(report: Report, output_file: str | None) -> str | None:
+    """Whether `report` is kept out of -o FILE: the line to say on stderr instead, or None to write it.
+
+    The one place this is decided, for every command. Bad input loses nothing: a run whose whole
+    result is an error (its input missing, its target raising before any result, its records
+    unreadable; exit 2 and nothing else) leaves FILE as it was, and the error goes to stderr only:
+    "error: ..." written over the last good report would lose that report and say nothing that
+    stderr does not. A run that stopped in part but has results for the rest (lint of a missing
+    path beside others, as ruff's E902; a scan of two targets, one of which raised) writes them,
+    errors included, and still exits 2. What counts as a result: Report.has_result. stdout, which
+    keeps nothing, always gets the report.
+    """
+    if output_file in (None, "-") or report.has_result():
+        return None
+    return f"{output_file} not written: the run stopped before any result"
+
+
 def cannot_write(exc: OSError, output_file: str | None) -> int:
     """Say on stderr why `write` failed, and give the error exit code (2).
 

@@ -159,3 +159,54 @@ def test_lint_writes_over_a_py_file_it_does_not_lint(inputs):
         proc = _opscan(["lint", "--no-cache", "-o", output, "sub"], inputs)
         assert proc.returncode == 1, proc.stderr
         assert (inputs / output).read_text().startswith("sub/t.py:3:1: DET001 ")
+
+
+# ---------------------------------------------------------------- a run that is all error leaves -o alone
+
+BOOM = MODEL + '\n\ndef boom():\n    raise RuntimeError("boom")\n'
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("lint", "--no-cache", "missing.py"),
+        ("compare", "missing.jsonl", "b.jsonl"),
+        ("compare", "--ranks", "a.jsonl"),
+        ("scan", "m.py:boom", "--device", "cpu"),
+        ("scan", "m.py:build", "--input-shape", "2,3", "--device", "cpu"),
+        ("diff", "m.py:boom", "--device", "cpu", "--same-process"),
+    ],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_run_with_nothing_but_an_error_keeps_the_old_output_file(inputs, command, fmt):
+    """The error goes to stderr, exit 2; 'error: ...' used to replace last run's report in -o."""
+    (inputs / "m.py").write_text(BOOM)
+    (inputs / "report.txt").write_text("last run's report\n")
+    proc = _opscan([command[0], "-o", "report.txt", "--output-format", fmt, *command[1:]], inputs)
+    assert proc.returncode == 2, proc.stderr
+    assert (inputs / "report.txt").read_text() == "last run's report\n"
+    assert proc.stdout == ""
+    assert "opscan: error: " in proc.stderr and "Traceback" not in proc.stderr.split("opscan: error: ")[0]
+    assert proc.stderr.endswith("opscan: report.txt not written: the run stopped before any result\n")
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (("lint", "--no-cache", "missing.py", "sub/t.py"), "sub/t.py:3:1: DET001 "),
+        (("lint", "--no-cache", "missing.py", "clean.py"), "error: no such file or directory: missing.py"),
+        (("scan", "m.py:boom", "m.py:build", "--device", "cpu"), "torch="),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else "",
+)
+def test_a_run_with_results_beside_its_errors_still_writes_them(inputs, command, expected):
+    """Part of the run stopped, the rest has results (lint's other files, the other target): written, exit 2."""
+    (inputs / "m.py").write_text(BOOM)
+    (inputs / "clean.py").write_text("import torch\n")
+    (inputs / "report.txt").write_text("last run's report\n")
+    proc = _opscan([command[0], "-o", "report.txt", *command[1:]], inputs)
+    assert proc.returncode == 2, proc.stderr
+    text = (inputs / "report.txt").read_text()
+    assert text.startswith(expected) and "error: " in text
+    assert "not written" not in proc.stderr

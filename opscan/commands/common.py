@@ -82,10 +82,12 @@ def emit(report, args: argparse.Namespace) -> int:
     stderr, so that a person watching the run still sees them; a text report
     on stdout carries them itself, once.
     """
-    from opscan.output import render, write
+    from opscan.output import render, withhold, write
 
+    withheld = withhold(report, getattr(args, "output_named", args.output_file))  # a run that is all error leaves -o as it was
     try:
-        write(render(report, args.output_format), args.output_file)
+        if withheld is None:
+            write(render(report, args.output_format), args.output_file)
     except OSError as exc:
         from opscan.output import cannot_write
 
@@ -97,6 +99,8 @@ def emit(report, args: argparse.Namespace) -> int:
             print(f"opscan: error: {problem.message}", file=sys.stderr)
             if problem.detail:
                 print(problem.detail.rstrip("\n"), file=sys.stderr)
+    if withheld is not None:
+        print(f"opscan: {withheld}", file=sys.stderr)
     return report.exit_code()
 
 

@@ -308,13 +308,14 @@ def _run(args: argparse.Namespace) -> int:
         else:
             report.notices += outcome.notices
 
-    from opscan.output import render, write
+    from opscan.output import render, withhold, write
 
     if modified and args.exit_non_zero_on_fix and not args.exit_zero:
         report.outcome = 1  # the exit below: the text does not close with "All checks passed!" beside it
     report.rules = RULES
     report.flat_json = True  # ruff's flat list, which editors and CI scripts already read
     report.errors.extend(Problem(f"no such file or directory: {p}", p) for p in missing)
+    report.checked = len(paths)  # the paths that are there were linted: a report of them (opscan.output.withhold)
 
     # Warnings about skipped input go to stderr, as ruff's do; fix summaries stay in the text output.
     for notice in report.notices:
@@ -323,11 +324,13 @@ def _run(args: argparse.Namespace) -> int:
     report.notices = [n for n in report.notices if not n.startswith("warning:")]
     if args.quiet or args.output_format != "text":
         report.notices = []
+    withheld = withhold(report, args.output_file)  # only missing paths: -o is left as it was
     try:
         text = render(report, args.output_format, statistics=args.statistics)
         if args.quiet and args.output_format == "text" and not args.statistics:
             text = "".join(line + "\n" for line in text.splitlines() if (report.findings and ": DET" in line) or line.startswith("error: "))
-        write(text, args.output_file)
+        if withheld is None:
+            write(text, args.output_file)
     except OSError as exc:
         from opscan.output import cannot_write
 
@@ -335,6 +338,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.output_format != "text" or args.output_file not in (None, "-") or args.statistics:
         for problem in report.errors:  # not part of this output: say it where a person sees it
             print(f"opscan: error: {problem.message}", file=sys.stderr)
+    if withheld is not None:
+        print(f"opscan: {withheld}", file=sys.stderr)
     if report.errors:
         return 2  # --exit-zero covers findings, not errors, as in ruff
     if args.exit_zero:

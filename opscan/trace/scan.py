@@ -35,6 +35,7 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
     report = Report("scan", rules=RULES)
     flags, environ, cublas_alerted = None, None, False
     traced = 0  # targets that ran under the tracer: a file that is not there scanned nothing, on any device
+    report.checked = 0  # targets that ran to the end: a report of them, beside the others' errors (opscan.output.withhold)
     backends: list[str] = []
 
     def on_step(_step: int) -> None:
@@ -65,6 +66,8 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
         report.notices.extend(f"{target.name}: {n}" for n in outcome.notices)
         if outcome.problem is not None:
             report.errors.append(outcome.problem)
+        else:
+            report.checked += 1
         for trace in traces:
             found = trace.findings
             cublas_alerted = cublas_alerted or any(f.kind == "cublas" for f in found)
