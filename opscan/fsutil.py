@@ -18,7 +18,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
     An existing file's permission bits are kept; a new file gets the bits any
     file the user creates gets (0666 less the umask), not mkstemp's 0600. If
     `expect` is given and the file no longer holds exactly those bytes,
-    nothing is written and ChangedOnDiskError is raised.
+    nothing is written and ChangedOnDiskError is raised. An existing file
+    this process may not write is refused (PermissionError), as the shell's
+    `>` refuses it: the rename alone would replace it, since only the folder's
+    mode counts for that.
     """
     if is_descriptor_link(path):
         # /dev/stdout, /dev/fd/N: a stream of this process, whatever it is now. Resolving it names a
@@ -42,6 +45,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
             with open(target, "wb") as fh:
                 fh.write(data)
             return
+        if not os.access(target, os.W_OK):  # checked, then renamed over: root passes, as it does the shell's check
+            import errno
+
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".opscan-tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -112,3 +112,16 @@ def test_a_descriptor_link_to_a_file_appends_and_replaces_nothing(tmp_path):
     assert log.read_bytes() == b"earlier\nreport\n"
     assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.txt", "stdout"]
+
+
+def test_a_file_this_process_may_not_write_is_refused(tmp_path, monkeypatch):
+    """The rename would replace it whatever its own mode: refused as the shell's `>` refuses it (root passes that check)."""
+    path = tmp_path / "report.txt"
+    path.write_bytes(b"keep")
+    path.chmod(0o444)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if os.fspath(p) == str(path) and mode == os.W_OK else real_access(p, mode, **kw))
+    with pytest.raises(PermissionError) as refused:
+        atomic_write_bytes(path, b"new")
+    assert refused.value.strerror == "Permission denied" and refused.value.filename == str(path)
+    assert path.read_bytes() == b"keep" and sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]

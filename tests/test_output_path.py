@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,55 @@ def test_a_run_with_results_beside_its_errors_still_writes_them(inputs, command,
     text = (inputs / "report.txt").read_text()
     assert text.startswith(expected) and "error: " in text
     assert "not written" not in proc.stderr
+
+
+# ---------------------------------------------------------------- a read-only file is not replaced
+
+
+@pytest.fixture
+def no_override(inputs: Path):
+    """A preexec_fn under which a file's own mode stops this user writing it (root drops CAP_DAC_OVERRIDE)."""
+    preexec, reason = _without_read_permission()
+    if reason:
+        pytest.skip(reason)
+    probe = inputs / "probe"
+    probe.write_text("")
+    probe.chmod(0o444)
+    check = subprocess.run([sys.executable, "-c", f"open({str(probe)!r}, 'w')"], preexec_fn=preexec, capture_output=True, check=False)
+    probe.unlink()
+    if check.returncode == 0:
+        pytest.skip("file modes do not restrict this user here")
+    return preexec
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("rule", "DET001"),
+        ("lint", "--no-cache", "sub/t.py"),
+        ("record", "m.py:build", "--device", "cpu"),
+        ("scan", "m.py:build", "--device", "cpu"),
+        ("report", "--load", "saved.json"),
+    ],
+    ids=" ".join,
+)
+def test_a_read_only_output_file_is_refused_not_replaced(inputs, no_override, command):
+    """The report was renamed over a file the user had made read-only (chmod 444): exit 0, file replaced."""
+    kept = inputs / "kept.txt"
+    kept.write_text("keep\n")
+    kept.chmod(0o444)
+    proc = _opscan([command[0], "-o", "kept.txt", *command[1:]], inputs, preexec_fn=no_override)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "opscan: error: cannot write kept.txt: Permission denied\n"
+    assert kept.read_text() == "keep\n" and stat.S_IMODE(kept.stat().st_mode) == 0o444
+
+
+def test_fix_and_add_noqa_leave_a_read_only_file_alone(inputs, no_override):
+    script = inputs / "sub" / "t.py"
+    script.chmod(0o444)
+    fix = _opscan(["lint", "--no-cache", "--fix", "sub/t.py"], inputs, preexec_fn=no_override)
+    assert "warning: not fixed: cannot write sub/t.py: Permission denied" in fix.stderr
+    assert fix.returncode == 1 and "sub/t.py:3:1: DET001" in fix.stdout  # what remains, as after any fix that was not made
+    noqa = _opscan(["lint", "--no-cache", "--add-noqa", "sub/t.py"], inputs, preexec_fn=no_override)
+    assert noqa.returncode == 2 and "opscan: error: no noqa added to sub/t.py: Permission denied" in noqa.stderr
+    assert script.read_text() == LINTED and stat.S_IMODE(script.stat().st_mode) == 0o444

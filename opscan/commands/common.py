@@ -36,6 +36,8 @@ def check_output_path(path: str | None) -> str | None:
         if os.path.lexists(there) and not os.path.isdir(there):
             return f"cannot write {path}: {there} is not a folder"
         return f"cannot write {path}: no folder {folder}"
+    if os.path.isfile(path) and not os.access(path, os.W_OK):  # as the shell's `>` and ruff refuse it
+        return f"cannot write {path}: Permission denied"
     if not os.access(folder, os.W_OK):  # the report is written beside it, atomically: the folder must take a new file
         return f"cannot write {path}: the folder {folder} is not writable"
     return None
