@@ -263,3 +263,21 @@ def test_fix_and_add_noqa_leave_a_read_only_file_alone(inputs, no_override):
     noqa = _opscan(["lint", "--no-cache", "--add-noqa", "sub/t.py"], inputs, preexec_fn=no_override)
     assert noqa.returncode == 2 and "opscan: error: no noqa added to sub/t.py: Permission denied" in noqa.stderr
     assert script.read_text() == LINTED and stat.S_IMODE(script.stat().st_mode) == 0o444
+
+
+# ---------------------------------------------------------------- an existing -o file keeps its mode
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("rule", "DET001"), ("lint", "--no-cache", "sub/t.py"), ("scan", "m.py:build", "--device", "cpu"), ("record", "m.py:build", "--device", "cpu")],
+    ids=lambda c: c[0],
+)
+def test_an_existing_output_file_keeps_its_permission_bits(inputs, command):
+    """record made a 0600 file 0644; the other commands already kept it (fsutil.atomic_write_bytes)."""
+    out = inputs / "private.out"
+    out.write_text("old\n")
+    out.chmod(0o600)
+    proc = _opscan([command[0], "-o", "private.out", *command[1:]], inputs)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert out.read_text() != "old\n" and stat.S_IMODE(out.stat().st_mode) == 0o600

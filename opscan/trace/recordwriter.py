@@ -247,6 +247,27 @@ class RecordFile:
         self.partial = path if through else path + ".partial"
         self._file = open(self.partial, "a" if through else "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
         self.bytes = 0
+        if not through:
+            self._keep_mode()
+
+    def _keep_mode(self) -> None:
+        """Give PATH.partial the permission bits of the PATH it will replace, as fsutil.atomic_write_bytes does.
+
+        A new record gets the umask's bits (open's); an existing one keeps its own: a record made 0600
+        became 0644 when rewritten, and so was its partial file for the whole run.
+        """
+        import stat
+
+        try:
+            st = os.stat(self._final)
+        except OSError:  # none there yet (or nothing to read it by): the umask's bits
+            return
+        if stat.S_ISREG(st.st_mode):
+            try:
+                os.fchmod(self._file.fileno(), stat.S_IMODE(st.st_mode))
+            except BaseException:
+                self.abandon(remove=True)
+                raise
 
     def write(self, lines: list[str]) -> None:
         if not lines:

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pickle
+import stat
 import struct
 import sys
 
@@ -242,3 +243,21 @@ def test_a_record_through_a_symlink_replaces_the_file_and_keeps_the_link(tmp_pat
     assert path == str(link) and link.is_symlink()
     assert real.read_text(encoding="utf-8").startswith('{"type":"header"}\n')
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["records", "run.jsonl", "run.jsonl"]
+
+
+@pytest.mark.parametrize("make", [InlineWriter, ProcessWriter], ids=["inline", "process"])
+def test_an_existing_record_keeps_its_permission_bits_and_a_new_one_follows_the_umask(tmp_path, make):
+    """A 0600 record rewritten became 0644 (its partial file too, for the whole run): fsutil's rule, which -o follows everywhere."""
+    kept = tmp_path / "private.jsonl"
+    kept.write_text("old\n")
+    kept.chmod(0o600)
+    writer = make(str(kept), "xor64")
+    assert stat.S_IMODE(os.stat(str(kept) + ".partial").st_mode) == 0o600  # never readable by others meanwhile
+    assert _write(writer)[0] == str(kept)
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600 and kept.read_text().startswith('{"type":"header"}')
+    old = os.umask(0o027)
+    try:
+        _write(make(str(tmp_path / "new.jsonl"), "xor64"))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.jsonl").stat().st_mode) == 0o640
