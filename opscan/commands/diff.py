@@ -22,13 +22,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--same-process", action="store_true",
         help="record both runs in this process (default: two fresh processes, so process-level causes show)",
     )  # fmt: skip
-    parser.add_argument("--keep", metavar="DIR", help="keep the two records, as DIR/a.jsonl and DIR/b.jsonl")
+    parser.add_argument("--keep", metavar="DIR", help="keep the two records, as DIR/a.jsonl and DIR/b.jsonl (refused if DIR holds either already)")
     parser.add_argument(
         "--nproc-per-node", type=positive, default=None, metavar="N",
         help="record each run with torchrun on N ranks of this host (a fresh process group each time) and compare "
         "them rank by rank; the records are DIR/a.rankR.jsonl and DIR/b.rankR.jsonl",
     )  # fmt: skip
     add_output_arguments(parser)
+
+
+def _keep_problem(args: argparse.Namespace) -> str | None:
+    """Why --keep DIR cannot take this diff's records, known before anything runs, or None.
+
+    The records replaced what DIR held under their names (an earlier diff's records, a file of the
+    user's), with no word; and -o naming one of them lost the record to the report.
+    """
+    if args.keep is None:
+        return None
+    from opscan.diff import RECORDS, rank_path
+
+    nproc = args.nproc_per_node
+    names = list(RECORDS) if nproc is None else [rank_path(name, r) for name in RECORDS for r in range(nproc)]
+    paths = [os.path.join(args.keep, name) for name in names]
+    if args.output_file not in (None, "-"):
+        output = os.path.realpath(args.output_file)
+        for name, path in zip(names, paths):
+            if os.path.realpath(path) == output:
+                shown = getattr(args, "output_named", None) or args.output_file
+                return f"-o {shown} is where --keep {args.keep} puts record {name}; give -o another file"
+    there = [name for name, path in zip(names, paths) if os.path.lexists(path)]
+    if there:
+        return f"--keep {args.keep} already holds {', '.join(there)}; remove {'them' if len(there) > 1 else 'it'} or keep the records in another folder"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         return error(problem)
     if args.keep is not None and os.path.exists(args.keep) and not os.path.isdir(args.keep):
         return error(f"--keep {args.keep}: not a directory")
+    problem = _keep_problem(args)
+    if problem:
+        return error(problem)
     if importlib.util.find_spec("torch") is None:
         return error("opscan diff needs torch; install opscan[trace]")
     if args.nproc_per_node is not None and args.same_process:

@@ -263,3 +263,28 @@ def test_first_divergence_reads_compare_or_findings():
     assert (got["file"], got["line"], got["cause"]) == ("m.py", 4, "data")
     assert "m.py:4" in describe(got) and "the root module" in describe(got)
     assert first_divergence(Report("compare")) is None
+
+
+@pytest.mark.parametrize(
+    ("held", "flags", "message"),
+    [
+        (["a.jsonl"], [], "--keep kept already holds a.jsonl; remove it or keep the records in another folder"),
+        (["a.jsonl", "b.jsonl"], [], "--keep kept already holds a.jsonl, b.jsonl; remove them or keep the records in another folder"),
+        (["b.rank1.jsonl"], ["--nproc-per-node", "2"], "--keep kept already holds b.rank1.jsonl; remove it or keep the records in another folder"),
+        (["a.jsonl"], ["-o", "kept/a.jsonl"], "-o kept/a.jsonl is where --keep kept puts record a.jsonl; give -o another file"),
+        ([], ["-o", "kept/b.jsonl"], "-o kept/b.jsonl is where --keep kept puts record b.jsonl; give -o another file"),
+    ],
+    ids=["a", "both", "a rank's", "-o onto one", "-o onto one not there yet"],
+)
+def test_keep_refuses_a_folder_that_holds_the_records_before_anything_runs(tmp_path, held, flags, message):
+    """The records replaced the user's files with no word, and -o onto one then replaced the record with the report."""
+    (tmp_path / "build.py").write_text(
+        "import pathlib\nimport torch\n\ndef build():\n    pathlib.Path('BUILT').touch()\n    return torch.nn.Linear(2, 2), torch.ones(1, 2)\n"
+    )
+    (tmp_path / "kept").mkdir()
+    for name in held:
+        (tmp_path / "kept" / name).write_text("the user's notes\n")
+    proc = opscan("diff", "build.py:build", *CPU, "--keep", "kept", *flags, cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (2, f"opscan: error: {message}\n")
+    assert not (tmp_path / "BUILT").exists()  # nothing was run
+    assert {p.name: p.read_text() for p in (tmp_path / "kept").iterdir()} == dict.fromkeys(held, "the user's notes\n")
