@@ -60,6 +60,38 @@ def write(text: str, output_file: str | None) -> None:
     atomic_write_bytes(output_file, data)
 
 
+def check_output_path(path: str | None) -> str | None:
+    """Why -o PATH cannot be written, known before any work is done, or None.
+
+    Every command asks this first, so that one problem has one wording whichever command met it
+    (lint, rule and compare said the OS's "cannot write : Is a directory" for -o '', the others
+    "-o needs a file name"), and a long run is not told it only at the end (a diff, after
+    recording both runs). No file name, a folder, a folder that is not there or cannot take a new
+    file (the report is written beside it, then renamed), a file this user may not write.
+    """
+    import os
+
+    if path in (None, "-"):
+        return None
+    if not path:  # -o '' (an unset shell variable): no file name at all
+        return "-o needs a file name"
+    if os.path.isdir(path):
+        return f"{path} is a directory; give -o a file name"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        there = folder  # the nearest part of the path that exists: a file where a folder should be is not "no folder"
+        while not os.path.lexists(there) and os.path.dirname(there) != there:
+            there = os.path.dirname(there)
+        if os.path.lexists(there) and not os.path.isdir(there):
+            return f"cannot write {path}: {there} is not a folder"
+        return f"cannot write {path}: no folder {folder}"
+    if os.path.isfile(path) and not os.access(path, os.W_OK):  # as the shell's `>` and ruff refuse it
+        return f"cannot write {path}: Permission denied"
+    if not os.access(folder, os.W_OK):  # the report is written beside it, atomically: the folder must take a new file
+        return f"cannot write {path}: the folder {folder} is not writable"
+    return None
+
+
 def overwrites_input(output_file: str | None, inputs, shown: str | None = None) -> str | None:
     """Why -o names a file the run reads (its script, a record, a linted file), or None.
 

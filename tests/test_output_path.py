@@ -1,4 +1,5 @@
-"""`-o` into a folder that cannot take the report is refused before any work, by every command that runs long."""
+"""`-o FILE` in every command: what cannot be written is refused before any work, in one wording; an input is
+never overwritten, nor a read-only file; a run that is all error leaves FILE as it was; an existing FILE keeps its mode."""
 
 from __future__ import annotations
 
@@ -237,6 +238,7 @@ def no_override(inputs: Path):
     [
         ("rule", "DET001"),
         ("lint", "--no-cache", "sub/t.py"),
+        ("compare", "a.jsonl", "b.jsonl"),
         ("record", "m.py:build", "--device", "cpu"),
         ("scan", "m.py:build", "--device", "cpu"),
         ("report", "--load", "saved.json"),
@@ -281,3 +283,42 @@ def test_an_existing_output_file_keeps_its_permission_bits(inputs, command):
     proc = _opscan([command[0], "-o", "private.out", *command[1:]], inputs)
     assert proc.returncode in (0, 1), proc.stderr
     assert out.read_text() != "old\n" and stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+# ---------------------------------------------------------------- one check, one wording, in every command
+
+EVERY_COMMAND = [
+    ("rule", "DET001"),
+    ("lint", "--no-cache", "sub/t.py"),
+    ("compare", "a.jsonl", "b.jsonl"),
+    ("report", "--load", "saved.json"),
+    ("record", "m.py:build", "--device", "cpu"),
+    ("scan", "m.py:build", "--device", "cpu"),
+    ("bench", "m.py:build", "--device", "cpu"),
+    ("diff", "m.py:build", "--device", "cpu"),
+]
+
+
+@pytest.mark.parametrize("command", EVERY_COMMAND, ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("", "-o needs a file name"),
+        ("absent/r.txt", "cannot write absent/r.txt: no folder {folder}/absent"),
+        ("sub", "sub is a directory; give -o a file name"),
+    ],
+    ids=["empty", "no folder", "a folder"],
+)
+def test_an_output_path_that_cannot_be_written_is_said_alike_by_every_command(inputs, command, output, message):
+    """lint, rule and compare said the OS's words ('cannot write : Is a directory'), the others their own."""
+    proc = _opscan([command[0], "-o", output, *command[1:]], inputs)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"opscan: error: {message.format(folder=inputs)}\n", "")
+    assert not (inputs / "absent").exists()
+
+
+@pytest.mark.parametrize("command", EVERY_COMMAND, ids=lambda c: c[0])
+def test_a_read_only_folder_is_said_alike_by_every_command(inputs, read_only, command):
+    preexec, folder = read_only
+    proc = _opscan([command[0], "-o", "ro/r.txt", *command[1:]], inputs, preexec_fn=preexec)
+    assert (proc.returncode, proc.stderr) == (2, f"opscan: error: cannot write ro/r.txt: the folder {folder} is not writable\n")
+    assert list(folder.iterdir()) == []

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from opscan.output import FORMATS
+from opscan.output import FORMATS, check_output_path
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -14,33 +14,6 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 def add_output_arguments(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS, default: str = "text") -> None:
     parser.add_argument("--output-format", choices=formats, default=default, help=f"report format (default {default})")
     parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
-
-
-def check_output_path(path: str | None) -> str | None:
-    """Why -o PATH cannot be written, known before any work is done (a folder, or a folder that does not exist), or None.
-
-    Checked first by every command that runs something long (record, scan, diff, bench, report):
-    a diff told this only after recording both runs.
-    """
-    if path in (None, "-"):
-        return None
-    if not path:  # -o '' (an unset shell variable): no file name at all
-        return "-o needs a file name"
-    if os.path.isdir(path):
-        return f"{path} is a directory; give -o a file name"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        there = folder  # the nearest part of the path that exists: a file where a folder should be is not "no folder"
-        while not os.path.lexists(there) and os.path.dirname(there) != there:
-            there = os.path.dirname(there)
-        if os.path.lexists(there) and not os.path.isdir(there):
-            return f"cannot write {path}: {there} is not a folder"
-        return f"cannot write {path}: no folder {folder}"
-    if os.path.isfile(path) and not os.access(path, os.W_OK):  # as the shell's `>` and ruff refuse it
-        return f"cannot write {path}: Permission denied"
-    if not os.access(folder, os.W_OK):  # the report is written beside it, atomically: the folder must take a new file
-        return f"cannot write {path}: the folder {folder} is not writable"
-    return None
 
 
 def output_problem(args: argparse.Namespace) -> str | None:

@@ -22,9 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from opscan.commands.common import error, input_problem
+    from opscan.commands.common import error, input_problem, output_problem
 
-    problem = input_problem(args, [args.record_a, args.record_b, *(args.ranks or [])])
+    problem = output_problem(args) or input_problem(args, [args.record_a, args.record_b, *(args.ranks or [])])
     if args.ranks is not None:
         if args.record_a is not None:
             return error("give either A B or --ranks RECORD..., not both")

@@ -191,6 +191,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.add_noqa and (args.fix or args.diff):
         print("opscan: error: --add-noqa cannot be combined with --fix or --diff", file=sys.stderr)
         return 2
+    from opscan.output import check_output_path
+
+    problem = check_output_path(args.output_file)  # every command's check, before anything is read
+    if problem:
+        print(f"opscan: error: {problem}", file=sys.stderr)
+        return 2
     stdin_path = None
     if from_stdin:
         # Linted as if at --stdin-filename (or as `-` in this folder): its config, ignores and imports.

@@ -30,12 +30,16 @@ def _as_dict(info) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    from opscan.commands.common import output_problem
     from opscan.output import write
     from opscan.registry import all_rules
 
-    rules = all_rules()
     if args.all == bool(args.code):
         return error("give a rule CODE or --all (see opscan rule --help)")
+    problem = output_problem(args)
+    if problem:
+        return error(problem)
+    rules = all_rules()
     if args.all:
         if args.output_format == "json":
             text = json.dumps([_as_dict(info) for info in rules.values()], indent=2) + "\n"
