@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "opscan"
 
 # Lowest first. A module may import its own layer and the layers below it.
 LAYERS = (
-    ("base", ("opscan._launcher", "opscan._path", "opscan._plain", "opscan._hash", "opscan._rules_snapshot", "opscan._rules_index", "opscan._toml", "opscan._version", "opscan.fsutil", "opscan.findings", "opscan.config", "opscan.codes", "opscan.versions")),
+    ("base", ("opscan._launcher", "opscan._path", "opscan._read", "opscan._plain", "opscan._hash", "opscan._rules_snapshot", "opscan._rules_index", "opscan._toml", "opscan._version", "opscan.fsutil", "opscan.findings", "opscan.config", "opscan.codes", "opscan.versions")),
     ("shared", ("opscan.rules", "opscan.output")),
     ("engine", ("opscan.lint", "opscan.trace")),
     ("feature", ("opscan.pytest_plugin", "opscan.bench", "opscan.compare", "opscan.report", "opscan.diff")),

@@ -186,18 +186,27 @@ def rows_of(report: Report) -> list[dict]:
 # ---------------------------------------------------------------- a saved report
 
 
+# The largest report opscan writes, a full sweep as json, is about 0.5 MB.
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
 class ReportFileError(ValueError):
     """A file that is not a saved `opscan report --output-format json`."""
 
 
 def load(path: str) -> Report:
     """Read a report saved as json back into a Report (to render it again, or to diff it)."""
+    from opscan._read import NotReadable, read_bytes
+
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+        raw = read_bytes(path, what="a saved report", limit=MAX_REPORT_BYTES)
+    except NotReadable as exc:  # /dev/zero never ends, a named pipe blocks: refused before reading
+        raise ReportFileError(str(exc)) from None
     except OSError as exc:
         raise ReportFileError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ReportFileError(f"{path} is not json: {exc}") from None
     return from_json(data, path)
 

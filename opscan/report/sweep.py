@@ -119,6 +119,10 @@ class Case:
     note: str = ""
 
 
+# A state file holds a line per case (about 300 bytes); a full sweep writes well under 1 MB.
+MAX_STATE_BYTES = 64 * 1024 * 1024
+
+
 class SweepStateError(ValueError):
     """A state file that belongs to another sweep (torch, GPU, runs) or is not one."""
 
@@ -425,21 +429,27 @@ def _header(env: dict, runs: int, samples: int) -> dict:
 
 def read_state(path: str, header: dict) -> tuple[dict[str, dict], set[str], float]:
     """(rows by case key, keys started and never finished, seconds spent) from a state file, if any."""
+    from opscan._read import NotReadable, read_bytes
+
     rows: dict[str, dict] = {}
     started: set[str] = set()
     seconds = 0.0
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        data = read_bytes(path, what="a sweep state file", limit=MAX_STATE_BYTES)
     except FileNotFoundError:
         return rows, started, seconds
+    except NotReadable as exc:  # a device never ends, a named pipe blocks: refused before reading
+        raise SweepStateError(f"{exc}; pass another --state") from None
     except OSError as exc:
         raise SweepStateError(f"cannot read the state file {path}: {exc.strerror or exc}") from None
+    lines = data.splitlines()
     records = []
     for n, line in enumerate(lines):
         try:
-            records.append(json.loads(line))
-        except ValueError:
+            records.append(json.loads(line))  # bytes: bad UTF-8 is a ValueError too
+        except (ValueError, RecursionError):
+            if n == 0:  # not even its header: some other file, not to be appended to (nor removed on our word)
+                raise SweepStateError(f"{path} is not a sweep state file; pass another --state") from None
             if n == len(lines) - 1:
                 continue  # cut short by a crash mid-write
             raise SweepStateError(f"{path}:{n + 1} is not a sweep state line; remove the file or pass another --state") from None
@@ -447,7 +457,7 @@ def read_state(path: str, header: dict) -> tuple[dict[str, dict], set[str], floa
         return rows, started, seconds
     first = records[0]
     if not isinstance(first, dict) or first.get("opscan_sweep") != STATE_VERSION:
-        raise SweepStateError(f"{path} is not an opscan sweep state file; remove it or pass another --state")
+        raise SweepStateError(f"{path} is not an opscan sweep state file; pass another --state")
     mismatched = {k: (first.get(k), v) for k, v in header.items() if first.get(k) != v}
     if mismatched:
         said = ", ".join(f"{k} {a!r} there, {b!r} here" for k, (a, b) in mismatched.items())

@@ -132,6 +132,28 @@ def test_files_that_are_not_reports(tmp_path):
         assert rc == 2 and "Traceback" not in err and "opscan: error:" in err, (name, err)
 
 
+def test_a_report_path_that_is_not_a_report_file_says_what_it_is(tmp_path, monkeypatch):
+    """A directory was "cannot read: Is a directory"; /dev/zero was read until memory ran out (opscan._read refuses devices)."""
+    from opscan.report import matrix
+
+    rc, out, err = opscan_report("--load", str(tmp_path))
+    assert (rc, out) == (2, "") and err == f"opscan: error: {tmp_path} is a directory, not a saved report\n"
+    rc, _, err = opscan_report("--diff", str(tmp_path), str(NEW))
+    assert rc == 2 and err == f"opscan: error: {tmp_path} is a directory, not a saved report\n"
+    monkeypatch.setattr(matrix, "MAX_REPORT_BYTES", 1024 * 1024)
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (1024 * 1024 + 1))
+    rc, _, err = opscan_report("--load", str(big))
+    assert rc == 2 and err == f"opscan: error: {big} is larger than 1 MB, too large for a saved report\n"
+
+
+def test_a_report_nested_too_deeply_for_json_is_not_json(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    rc, _, err = opscan_report("--load", str(deep))
+    assert rc == 2 and err.startswith(f"opscan: error: {deep} is not json: ") and "Traceback" not in err, err
+
+
 def test_unwritable_output_is_a_clear_error(tmp_path):
     rc, _, err = opscan_report("--load", str(NEW), "-o", str(tmp_path / "no" / "such" / "dir" / "r.json"))
     assert rc == 2 and "cannot write" in err

@@ -154,7 +154,28 @@ def test_a_state_file_of_another_sweep_is_refused(tmp_path):
     assert rc == 2 and "belongs to another sweep" in err and "Traceback" not in err
     state.write_text("hello\nworld\n")
     rc, _, err = _sweep(state)
-    assert rc == 2 and "not a sweep state line" in err
+    assert rc == 2 and err.splitlines()[-1] == f"opscan: error: {state} is not a sweep state file; pass another --state"
+    state.write_text(json.dumps({"opscan_sweep": 1, "torch": torch.__version__, "device": "cpu", "gpu": None, "runs": 2, "samples": 2}) + "\nhello\n{}\n")
+    rc, _, err = _sweep(state)
+    assert rc == 2 and err.splitlines()[-1] == f"opscan: error: {state}:2 is not a sweep state line; remove the file or pass another --state"
+
+
+def test_a_state_option_that_names_no_state_file_is_refused_and_left_alone(tmp_path, monkeypatch):
+    """Bytes that are not UTF-8 raised UnicodeDecodeError (a traceback); a directory, a device or a huge file is refused unread."""
+    from opscan.report import sweep
+
+    binary = tmp_path / "st.bin"
+    binary.write_bytes(bytes(range(256)) * 12)
+    rc, out, err = _sweep(binary)
+    assert (rc, out) == (2, "") and err.splitlines()[-1] == f"opscan: error: {binary} is not a sweep state file; pass another --state"
+    assert "Traceback" not in err and binary.read_bytes() == bytes(range(256)) * 12, "nothing appended to it"
+    rc, _, err = _sweep(tmp_path)
+    assert rc == 2 and err.splitlines()[-1] == f"opscan: error: {tmp_path} is a directory, not a sweep state file; pass another --state"
+    monkeypatch.setattr(sweep, "MAX_STATE_BYTES", 1024 * 1024)
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(b"\n" * (1024 * 1024 + 1))
+    rc, _, err = _sweep(big)
+    assert rc == 2 and err.splitlines()[-1] == f"opscan: error: {big} is larger than 1 MB, too large for a sweep state file; pass another --state"
 
 
 def test_importing_the_test_databases_leaves_torch_as_it_was():
