@@ -12,6 +12,8 @@ Importing this module imports no torch; measuring does.
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
 import time
 
 from opscan.commands.common import EXIT_CLEAN, add_output_arguments, emit, error, input_problem, output_problem
@@ -73,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--ops", metavar="PATTERN", help="with --sweep: only the ops whose name matches a glob (comma-separated, e.g. 'index_*,nn.functional.*')")
     parser.add_argument("--samples", type=positive, metavar="N", help="with --sweep: sample inputs per op (default 3)")
-    parser.add_argument("--state", metavar="FILE", help=f"with --sweep: the state file it resumes from and appends to (default {DEFAULT_STATE})")
+    parser.add_argument(
+        "--state", metavar="FILE",
+        help=f"with --sweep: the state file it resumes from and appends to (default {DEFAULT_STATE}); "
+        "Ctrl-C stops the sweep with exit 130 and no report (-o is left alone), the cases done kept there for the next run",
+    )  # fmt: skip
     parser.add_argument(
         "--diff", nargs="+", metavar="REPORT.json",
         help="what changed from OTHER.json to a fresh report of this machine, or from A.json to B.json",
@@ -145,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
         report = _fresh(args)
     except (build.ReportError, matrix.ReportFileError) as exc:
         return error(str(exc))
+    except build.SweepInterrupted as exc:
+        said = "interrupted" if exc.signum == signal.SIGINT else "terminated"
+        print(f"opscan: {said}: {exc}", file=sys.stderr)
+        return 128 + exc.signum  # 130 at Ctrl-C, as every command; 143 at SIGTERM, as a process it ends
     return emit(report, args)
 
 

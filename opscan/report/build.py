@@ -23,6 +23,14 @@ class ReportError(ValueError):
     """Bad input for the report (a device that is not there, a state file of another sweep): exit 2."""
 
 
+class SweepInterrupted(Exception):
+    """Ctrl-C (or SIGTERM) stopped the sweep: no report is made; str() says what the state file keeps."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.signum = signum
+
+
 def installed(distribution: str) -> str | None:
     """A distribution's installed version, read from its metadata: torch is not imported."""
     from importlib import metadata
@@ -144,6 +152,14 @@ def sweep_report(*, device: str, runs: int, samples: int, patterns, state_path: 
         raise ReportError(str(exc)) from None
     if patterns and result.total == 0:  # a typo in --ops: "complete: 0 cases" would read as a clean sweep
         raise ReportError(f"--ops {','.join(patterns)} matches no op of the sweep on {where}")
+    if result.signal:
+        # As every command at Ctrl-C: exit 130 (143 at SIGTERM) and no report, -o left as it was; the cases done are
+        # in the state file, and the same command resumes after them.
+        raise SweepInterrupted(
+            f"{len(result.rows)} of {result.total} cases done, kept in {state_path}; run the same command again to resume "
+            "(no report was written)",
+            result.signal,
+        )
     if result.complete:
         status = f"complete: {result.total} cases"
     else:

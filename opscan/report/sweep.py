@@ -531,14 +531,19 @@ class SweepResult:
     complete: bool
     stopped: str  # why it stopped early ("" if complete)
     broken: str = ""  # the CUDA error that ended it, if any
+    signal: int = 0  # SIGINT (Ctrl-C) or SIGTERM, where one stopped it: the command exits as interrupted, with no report
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the sweep is so that it stops as at Ctrl-C."""
 
 
 @contextlib.contextmanager
 def _sigterm_interrupts():
-    """SIGTERM (a `timeout` wrapper) ends the sweep as Ctrl-C does: with the report of what was done."""
+    """SIGTERM (a `timeout` wrapper) ends the sweep as Ctrl-C does: what was done is kept in the state file."""
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        raise _Terminated
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
@@ -567,7 +572,7 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
         state.discard()
         return SweepResult([], 0, 0, seconds, complete=True, stopped="")
     torch_version = torch.__version__
-    tried, stopped, broken, running = 0, "", "", None
+    tried, stopped, broken, running, signum = 0, "", "", None, 0
     try:
         with _sigterm_interrupts():
             for i, case in enumerate(selected):
@@ -608,14 +613,15 @@ def sweep(db, *, device: str, env: dict, state_path: str, deadline: float, runs:
                 if broken:
                     stopped = "a CUDA error"
                     break
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         stopped = "an interrupt"
+        signum = signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT
         if running is not None:
             state.write({"dropped": running})  # interrupted, not crashed: it runs again on resume
     finally:
         state.close()
     rows = [done[c.key] for c in selected if c.key in done]
-    return SweepResult(rows, len(selected), tried, seconds, complete=len(rows) == len(selected), stopped=stopped, broken=broken)
+    return SweepResult(rows, len(selected), tried, seconds, complete=len(rows) == len(selected), stopped=stopped, broken=broken, signal=int(signum))
 
 
 def notable(rows: list[dict]) -> list[dict]:

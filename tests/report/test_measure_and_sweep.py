@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 
 import pytest
@@ -205,28 +207,36 @@ def test_notable_rows():
     assert table({"tables": [matrix.summary(rows).to_dict()]}, "summary")["rows"][0] == {"verdict": "raises", "measured": 0, "from_rules": 2}
 
 
-def test_an_interrupted_sweep_reports_what_it_did_and_resumes_the_rest(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("signum", "code", "said"), [(None, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_an_interrupted_sweep_exits_as_interrupted_and_resumes_the_rest(tmp_path, monkeypatch, signum, code, said):
+    """Ctrl-C exited 0 and replaced -o with a partial report; every other command exits 130 and leaves -o alone."""
     from opscan.report import sweep
 
-    state = tmp_path / "state.jsonl"
+    state, out_file = tmp_path / "state.jsonl", tmp_path / "s.txt"
+    out_file.write_text("old\n")
     real, calls = sweep.run_case, []
 
     def interrupted_on_the_second(case, *args, **kwargs):
         calls.append(case.key)
         if len(calls) == 2:
-            raise KeyboardInterrupt
+            if signum is None:
+                raise KeyboardInterrupt  # Ctrl-C
+            os.kill(os.getpid(), signum)  # `timeout` ends it: the sweep's handler raises here
         return real(case, *args, **kwargs)
 
     monkeypatch.setattr(sweep, "run_case", interrupted_on_the_second)
-    rc, out, err = _sweep(state)
-    assert rc == 0, err
-    doc = json.loads(out)
-    assert doc["env"]["sweep"].startswith("partial: 1 of 4 cases, stopped by an interrupt")
+    handler = signal.getsignal(signal.SIGTERM)
+    rc, out, err = _sweep(state, "-o", str(out_file))
+    assert (rc, out) == (code, "") and out_file.read_text() == "old\n", err
+    assert err.splitlines()[-1] == (
+        f"opscan: {said}: 1 of 4 cases done, kept in {state}; run the same command again to resume (no report was written)"
+    )
+    assert signal.getsignal(signal.SIGTERM) is handler and "Traceback" not in err
     monkeypatch.setattr(sweep, "run_case", real)
     rc, out, err = _sweep(state)
     assert rc == 0, err
     doc = json.loads(out)
-    assert doc["env"]["sweep"] == "complete: 4 cases" and doc["env"]["sweep_tried_now"] == 3
+    assert doc["env"]["sweep"] == "complete: 4 cases" and doc["env"]["sweep_tried_now"] == 3, "the case done is not run again"
     assert all(r["verdict"] != matrix.V_ERROR for r in ops_rows(doc)), "an interrupted case is not a crashed one"
 
 
