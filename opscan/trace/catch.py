@@ -7,8 +7,8 @@ mode back on and returns the op's result, so forward and backward go on and
 the next offending op is found in the same run. Any other error propagates
 unchanged.
 
-The per-op path is kept short: one sequence-counter read (to spot new autograd
-nodes), the op call, and nothing else unless the op raised.
+The per-op path is kept short: a count, one sequence-counter read (to spot new
+autograd nodes), the op call, and nothing else unless the op raised.
 """
 
 from __future__ import annotations
@@ -79,8 +79,10 @@ class CatchMode(TorchDispatchMode):
         self.sourcemap = sourcemap if sourcemap is not None and sourcemap.record_nodes_enabled else None
         skip = self.sourcemap is not None and not every_site
         self._skip_sites = never_alerting_backward_ops() if skip else frozenset()
+        self.ops = 0  # calls seen (unlocked: backward threads may lose a count; what is read is whether any op ran)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops += 1
         sourcemap = self.sourcemap
         if sourcemap is not None:
             seq = _get_sequence_nr()

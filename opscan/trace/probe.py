@@ -507,6 +507,11 @@ class Probe:
     # ---- results
 
     @property
+    def ops(self) -> int:
+        """The op calls that ran under the probe, probed or not."""
+        return self._probed + sum(self._skipped.values())
+
+    @property
     def findings(self) -> list[SilentOp]:
         """Every op whose rerun differed at least once, in the order first seen."""
         if not self._rules_loaded:  # for the remedies, once

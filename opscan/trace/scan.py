@@ -34,7 +34,7 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
 
     report = Report("scan", rules=RULES)
     flags, environ, cublas_alerted = None, None, False
-    traced = 0  # targets that ran under the tracer: a file that is not there scanned nothing, on any device
+    traced = 0  # targets that ran ops under the tracer: a file that is not there scanned nothing, on any device
     report.checked = 0  # targets that ran to the end: a report of them, beside the others' errors (opscan.output.withhold)
     backends: list[str] = []
 
@@ -62,10 +62,16 @@ def scan(targets, *, device: str, steps: int = 1, input_shape=None, probe: str |
 
         is_script = target.kind == "script"
         outcome = run(target, device=device, steps=steps if is_script else 1, input_shape=input_shape, modes=modes, on_step=on_step)
-        traced += bool(traces or probes)
+        ran = sum(prober.ops for prober in probes) if probes else sum(trace.ops for trace in traces)
+        traced += bool(ran)
         report.notices.extend(f"{target.name}: {n}" for n in outcome.notices)
         if outcome.problem is not None:
             report.errors.append(outcome.problem)
+        elif (traces or probes) and not ran:
+            # "All checks passed!" would say a scan found nothing where nothing was scanned. Ops that ran
+            # with no optimizer step (a forward and backward alone) are still scanned: only no op at all is an error.
+            what = "the script" if is_script else "the target"
+            report.errors.append(Problem(f"{target.name}: {what} ran no torch op, so there was nothing to scan", target.name))
         else:
             report.checked += 1
         for trace in traces:

@@ -209,6 +209,7 @@ class Trace:
         self._lock = threading.Lock()
         self._stack: contextlib.ExitStack | None = None
         self._silent_funcs: list = []
+        self._catch: CatchMode | None = None
 
     # ---- context manager
 
@@ -218,9 +219,8 @@ class Trace:
             stack.enter_context(StrictMode(pin=self._pin, on_override=self._notice))
             self._sourcemap.install()
             stack.callback(self._sourcemap.remove)
-            stack.enter_context(
-                CatchMode(self._on_alert, self._sourcemap, every_site=self._record_all_sites, silent=self._silent_ops(), on_silent=self._on_silent)
-            )
+            self._catch = CatchMode(self._on_alert, self._sourcemap, every_site=self._record_all_sites, silent=self._silent_ops(), on_silent=self._on_silent)
+            stack.enter_context(self._catch)
         except BaseException:
             stack.close()
             raise
@@ -236,6 +236,11 @@ class Trace:
         finally:
             if stack is not None:
                 stack.close()
+
+    @property
+    def ops(self) -> int:
+        """The op calls that ran under this trace (0: the code ran no torch op, so nothing was scanned)."""
+        return self._catch.ops if self._catch is not None else 0
 
     @property
     def sourcemap(self) -> SourceMap:

@@ -73,8 +73,18 @@ def test_optimizer_and_closure_phases(capsys):
 @needs_torch
 def test_script_ending_without_optimizer(capsys):
     rc, out, _err = scan(capsys, *CPU, "--run", "train_clean_exit.py")
-    assert rc == 0
-    assert "the script ended after 0 optimizer step(s)" in out
+    assert rc == 0  # its forward and backward ran under the tracer: a scan, though no optimizer step was taken
+    assert "the script ended after 0 optimizer step(s)" in out and "All checks passed!" in out
+
+
+@needs_torch
+@pytest.mark.parametrize("probe", [(), ("--probe",)])
+def test_script_that_runs_no_torch_op_is_an_error_not_a_clean_scan(capsys, probe):
+    """It said "All checks passed!" and exited 0 where nothing was scanned; record and diff refuse such a script too."""
+    rc, out, err = scan(capsys, *CPU, *probe, "--run", "train_no_torch.py")
+    assert rc == 2, out + err
+    assert "error: train_no_torch.py: the script ran no torch op, so there was nothing to scan" in out
+    assert "All checks passed!" not in out and "partial scan" not in out, "no notice about a scan that did not happen"
 
 
 @needs_torch
