@@ -65,3 +65,18 @@ def test_both_shape_spellings_are_taken_by_every_command(command, value):
     required = ["-o", "out.jsonl"] if command == "record" else []
     args, unknown = build_parser(command).parse_known_args([command, *required, "torchvision:resnet18", "--input-shape", value])
     assert unknown == [] and args.input_shape == (2, 3, 32, 32)
+
+
+@pytest.mark.parametrize("command", ["scan", "bench", "record", "diff"])
+@pytest.mark.parametrize("target", ["m.py:build", "--run"])
+def test_a_shape_for_a_target_that_builds_its_own_inputs_is_refused_up_front_by_every_command(capsys, tmp_path, command, target):
+    """scan said so late, as an error inside the report on stdout, after loading torch; the others on stderr, before anything ran."""
+    (tmp_path / "m.py").write_text("import torch\nfrom torch import nn\ndef build():\n    return nn.Linear(8, 4), torch.randn(4, 8)\n")
+    required = ["-o", str(tmp_path / "out.jsonl")] if command == "record" else []
+    spelled = ["--run", str(tmp_path / "m.py")] if target == "--run" else [str(tmp_path / target)]
+    capsys.readouterr()
+    code = main([command, *required, "--input-shape", "2,3", *spelled])
+    out, err = capsys.readouterr()
+    named = spelled[-1]
+    assert (code, out) == (2, "")
+    assert err == f"opscan: error: --input-shape applies to torchvision:, timm: and hf: targets only; {named} builds its own inputs\n"

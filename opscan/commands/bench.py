@@ -9,7 +9,7 @@ import argparse
 import os
 
 from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
-from opscan.commands.scan import add_target_arguments, load_targets, positive, target_paths
+from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_paths
 
 FORMATS = ("text", "json", "markdown", "html")
 MIN_ROUNDS = 20
@@ -85,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
     if rounds < MIN_ROUNDS:
         return error(f"{rounds} rounds: a median of fewer than {MIN_ROUNDS} timed steps is not worth reporting (--rounds, or rounds in [tool.opscan.bench])")
     input_shape = args.input_shape or settings.input_shape
-    if input_shape is not None and target.kind != "zoo":
-        return error("--input-shape applies to torchvision:, timm: and hf: targets only; other targets build their own inputs")
+    problem = input_shape_problem(targets, input_shape)
+    if problem:
+        return error(problem)
     missing = needs_torch("bench")
     if missing:
         return error(missing)

@@ -80,6 +80,19 @@ def parse_targets(args: argparse.Namespace) -> list:
     return targets
 
 
+def input_shape_problem(targets, input_shape) -> str | None:
+    """Why `input_shape` cannot go with these targets, or None: said before anything runs, by scan, record, diff and bench.
+
+    A FILE.py:CALLABLE, MODULE:CALLABLE or --run target builds its own inputs; only a zoo target's are made from the shape.
+    """
+    if input_shape is None:
+        return None
+    own = [target.name for target in targets if target.kind != "zoo"]
+    if not own:
+        return None
+    return f"--input-shape applies to torchvision:, timm: and hf: targets only; {own[0]} builds its own inputs"
+
+
 def target_paths(targets) -> list[str]:
     """The files the targets name, for finding their pyproject.toml (the working directory for zoo targets)."""
     paths = []
@@ -126,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         targets, settings = load_targets(args, "scan")
     except (TargetError, ConfigError) as exc:
         return error(str(exc))
-    problem = input_problem(args, target_paths(targets))
+    problem = input_shape_problem(targets, args.input_shape) or input_problem(args, target_paths(targets))  # on stderr before anything runs
     if problem:
         return error(problem)
     missing = needs_torch("scan")

@@ -57,9 +57,9 @@ def test_a_failing_target_is_said_once_and_the_summary_does_not_pass(capsys):
 
 @needs_torch
 def test_input_shape_with_a_file_target_is_an_error_not_ignored(capsys):
-    rc, out, _err = scan(capsys, "put_model.py:build", "--input-shape", "2,3,8,8", *CPU)
-    assert rc == 2
-    assert "--input-shape applies to torchvision:, timm: and hf: targets only" in out
+    rc, out, err = scan(capsys, "put_model.py:build", "--input-shape", "2,3,8,8", *CPU)
+    assert (rc, out) == (2, "")  # refused up front, as record, diff and bench refuse it
+    assert err == "opscan: error: --input-shape applies to torchvision:, timm: and hf: targets only; put_model.py:build builds its own inputs\n"
 
 
 @needs_torch
