@@ -67,6 +67,23 @@ class BenchSettings:
         self.device_from: str | None = None  # "FILE: [tool.opscan.bench] device", for a message about a bad value
 
 
+# The most elements an --input-shape may make (8 GiB of float32): a dimension past int64 overflowed inside
+# torch.randn, blamed on the target, and a product past memory failed there as an allocation error.
+SHAPE_MAX_ELEMENTS = 2**31
+
+
+def shape_problem(dims: list[int] | tuple[int, ...]) -> str | None:
+    """Why a zoo target's input could not be made with this shape, or None: every dimension positive, the product bounded."""
+    if not dims or any(d <= 0 for d in dims):
+        return "every dimension must be a positive integer"
+    product = 1
+    for d in dims:
+        product *= d
+        if product > SHAPE_MAX_ELEMENTS:  # stops before a product of many huge parts is computed
+            return f"that is more than {SHAPE_MAX_ELEMENTS} (2**31) elements, 8 GiB of float32, the most an input shape may hold"
+    return None
+
+
 class ConfigError(ValueError):
     """Bad configuration or flags: exit 2 with this message."""
 
@@ -347,6 +364,9 @@ def _shape(table: dict, section: str, source: Path) -> tuple[int, ...] | None:
     value = table["input-shape"]
     if not isinstance(value, list) or not value or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
         raise ConfigError(f"{source}: [tool.opscan.{section}] input-shape must be a list of positive integers")
+    problem = shape_problem(value)
+    if problem:
+        raise ConfigError(f"{source}: [tool.opscan.{section}] input-shape {value} is too large: {problem}")
     return tuple(value)
 
 

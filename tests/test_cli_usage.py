@@ -80,3 +80,27 @@ def test_a_shape_for_a_target_that_builds_its_own_inputs_is_refused_up_front_by_
     named = spelled[-1]
     assert (code, out) == (2, "")
     assert err == f"opscan: error: --input-shape applies to torchvision:, timm: and hf: targets only; {named} builds its own inputs\n"
+
+
+@pytest.mark.parametrize("command", ["scan", "bench", "record", "diff"])
+@pytest.mark.parametrize("value", ["99999999999999999999,3,8,8", "65536,32769", "2," + "9" * 5000])
+def test_a_shape_too_large_to_make_is_a_usage_error_in_every_command(capsys, command, value):
+    """A dimension past int64 reached torch.randn and was blamed on the target ('torchvision:resnet18 raised: TypeError ... Overflow')."""
+    required = ["-o", "out.jsonl"] if command == "record" else []
+    code, err = _run(capsys, [command, *required, "torchvision:resnet18", "--input-shape", value])
+    assert code == 2 and "Traceback" not in err
+    assert err.rstrip().endswith(
+        f"error: argument --input-shape: {value!r} is too large: that is more than 2147483648 (2**31) elements, "
+        "8 GiB of float32, the most an input shape may hold"
+    )
+
+
+def test_the_largest_shape_allowed_and_the_same_bound_in_the_config(tmp_path):
+    from opscan import config
+    from opscan.cli import build_parser
+
+    args, _ = build_parser("scan").parse_known_args(["scan", "torchvision:resnet18", "--input-shape", "65536,32768"])
+    assert args.input_shape == (65536, 32768)  # 2**31 elements: parsed, not made here
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan.scan]\ninput-shape = [99999999999999999, 3, 8, 8]\n")
+    with pytest.raises(config.ConfigError, match=r"\[tool.opscan.scan\] input-shape \[99999999999999999, 3, 8, 8\] is too large: that is more than"):
+        config.load([str(tmp_path)])

@@ -20,10 +20,17 @@ def shape(text: str) -> tuple[int, ...]:
     Every part between the separators is a positive decimal integer: an empty one ('2,x', '2x', '2,,3') is refused,
     not dropped, and so are the spellings int() alone would take ('+2', '2_0', non-ASCII digits).
     """
+    from opscan.config import shape_problem  # shared with the config's input-shape
+
     parts = re.split(r"[,x]", text)
-    if not all(_DIM.fullmatch(part) for part in parts) or any(int(part) <= 0 for part in parts):
+    if not all(_DIM.fullmatch(part) for part in parts) or any(int(part) <= 0 for part in parts if len(part) <= 100):
         raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 2,3,224,224")
-    return tuple(int(part) for part in parts)
+    # A part of thousands of digits is too large, not a ValueError from int() (Python's 4300-digit limit).
+    dims = tuple(int(part) if len(part) <= 100 else 2**63 for part in parts)
+    problem = shape_problem(dims)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} is too large: {problem}")
+    return dims
 
 
 def positive(text: str) -> int:

@@ -223,9 +223,18 @@ dims = st.lists(st.integers(min_value=1, max_value=4096), min_size=1, max_size=6
 @settings(max_examples=50, deadline=None)
 @given(shape=dims, sep=st.sampled_from([",", "x"]))
 def test_a_shape_reads_back_with_either_separator(shape, sep):
+    """Within 2**31 elements; past them, 'too large' (a dimension past int64 reached torch.randn)."""
+    import argparse
+    import math
+
     from opscan.commands.scan import shape as parse
 
-    assert parse(sep.join(map(str, shape))) == tuple(shape)
+    text = sep.join(map(str, shape))
+    if math.prod(shape) <= 2**31:
+        assert parse(text) == tuple(shape)
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match=r"is too large: that is more than 2147483648 \(2\*\*31\) elements"):
+            parse(text)
 
 
 @settings(max_examples=50, deadline=None)
