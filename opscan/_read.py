@@ -35,6 +35,22 @@ def _is(kind: str) -> str:
     return kind if kind.startswith("not ") else f"is {kind}"
 
 
+def file_problem(path: str, what: str) -> str | None:
+    """Why `path` cannot be read as `what` ('a Python script'), or None for a regular file.
+
+    "PATH: no such file" for nothing there (a dangling link too), "PATH is a directory, not WHAT", ...
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except (OSError, ValueError) as exc:  # a path too long, a folder without search permission, a NUL byte
+        return f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    return f"{path} {_is(kind_of(st.st_mode))}, not {what}"
+
+
 def read_bytes(path: str, *, what: str, limit: int) -> bytes:
     """The bytes of the regular file at `path`; NotReadable where it is something else or over `limit` bytes.
 

@@ -279,7 +279,10 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     if source is None:
         return Config()
     if not source.is_file():
-        raise ConfigError(f"config file {source} not found")
+        from opscan._read import file_problem
+
+        problem = file_problem(str(source), "a TOML file")  # a directory or /dev/zero was "not found"
+        raise ConfigError(f"config file {source} not found" if problem is None or problem.endswith(": no such file") else f"config file {problem}")
     table = _read_toml(source).get("tool", {}).get("opscan", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [tool.opscan] must be a table")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opscan.cli import COMMANDS, main
+from tests.util import needs_torch
 
 
 def _run(capsys, argv):
@@ -104,3 +105,60 @@ def test_the_largest_shape_allowed_and_the_same_bound_in_the_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.opscan.scan]\ninput-shape = [99999999999999999, 3, 8, 8]\n")
     with pytest.raises(config.ConfigError, match=r"\[tool.opscan.scan\] input-shape \[99999999999999999, 3, 8, 8\] is too large: that is more than"):
         config.load([str(tmp_path)])
+
+
+# ---------------------------------------------------------------- a path of the wrong kind says what it is
+
+
+def _main(capsys, argv):
+    capsys.readouterr()
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("command", ["lint", "scan", "record", "diff", "bench"])
+@pytest.mark.parametrize("kind", ["directory", "device"])
+def test_a_config_that_is_a_directory_or_a_device_says_so_not_not_found(capsys, tmp_path, command, kind):
+    config = str(tmp_path) if kind == "directory" else "/dev/zero"
+    (tmp_path / "m.py").write_text("x = 1\n")
+    required = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else []
+    target = str(tmp_path / ("m.py" if command == "lint" else "m.py:build"))
+    code, out, err = _main(capsys, [command, *required, "--config", config, target])
+    assert (code, out) == (2, "")
+    assert err == f"opscan: error: config file {config} is a {kind}, not a TOML file\n"
+    code, _, err = _main(capsys, [command, *required, "--config", str(tmp_path / "nope.toml"), target])
+    assert code == 2 and err == f"opscan: error: config file {tmp_path / 'nope.toml'} not found\n"
+
+
+@pytest.mark.parametrize("command", ["record", "diff", "bench"])
+@pytest.mark.parametrize("spelled", ["--run", "callable"])
+def test_a_target_file_that_is_a_directory_says_so_not_no_such_file(capsys, tmp_path, command, spelled):
+    folder = tmp_path / "adir.py"
+    folder.mkdir()
+    required = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else []
+    target = ["--run", str(folder)] if spelled == "--run" else [f"{folder}:build"]
+    code, out, err = _main(capsys, [command, *required, *target])
+    what = "a Python script" if spelled == "--run" else "a Python file"
+    assert (code, out, err) == (2, "", f"opscan: error: {folder} is a directory, not {what}\n")
+
+
+@needs_torch
+def test_scan_of_a_directory_says_so_not_no_such_file(capsys, tmp_path):
+    folder = tmp_path / "adir.py"
+    folder.mkdir()
+    code, out, _ = _main(capsys, ["scan", "--device", "cpu", "--run", str(folder)])
+    assert code == 2 and f"error: {folder} is a directory, not a Python script" in out
+    code, out, _ = _main(capsys, ["scan", "--device", "cpu", f"{folder}:build"])
+    assert code == 2 and f"error: {folder} is a directory, not a Python file" in out and "partial scan" not in out
+
+
+@pytest.mark.parametrize("argv", [["-", "b.jsonl"], ["a.jsonl", "-"], ["--ranks", "a.jsonl", "-"]])
+def test_compare_says_it_does_not_read_standard_input(capsys, argv):
+    """'-' was "-: no such file", as if a file of that name were missing."""
+    code, out, err = _main(capsys, ["compare", *argv])
+    assert (code, out) == (2, "")
+    assert err == (
+        "opscan: error: '-' is not a record: compare reads its records from files, not from standard input "
+        "(/dev/stdin reads a pipe; ./- names a file called -)\n"
+    )

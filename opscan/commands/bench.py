@@ -6,10 +6,9 @@ Importing this module imports no torch; `run` does, after the flags and the targ
 from __future__ import annotations
 
 import argparse
-import os
 
 from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
-from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_paths
+from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_file_problem, target_paths
 
 FORMATS = ("text", "json", "markdown", "html")
 MIN_ROUNDS = 20
@@ -73,12 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if len(targets) != 1:
         return error("opscan bench measures one target at a time")
     target = targets[0]
-    path = target_paths([target])[0]
-    problem = input_problem(args, [path])
-    if problem:
+    problem = input_problem(args, target_paths([target])) or target_file_problem(target)  # a directory was "no such file"
+    if problem:  # before "needs a GPU", which would hide it
         return error(problem)
-    if path != "." and not os.path.isfile(path):  # before "needs a GPU", which would hide it
-        return error(f"{path}: no such file")
     from opscan.bench.measure import DEFAULT_ROUNDS, DEFAULT_WARMUP
 
     rounds = args.rounds or settings.rounds or DEFAULT_ROUNDS

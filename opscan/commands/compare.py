@@ -21,9 +21,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
+STDIN = (
+    "'-' is not a record: compare reads its records from files, not from standard input "
+    "(/dev/stdin reads a pipe; ./- names a file called -)"
+)
+
+
 def run(args: argparse.Namespace) -> int:
     from opscan.commands.common import error, input_problem, output_problem
 
+    if "-" in (args.record_a, args.record_b, *(args.ranks or ())):  # was "-: no such file"
+        return error(STDIN)
     problem = output_problem(args) or input_problem(args, [args.record_a, args.record_b, *(args.ranks or [])])
     if args.ranks is not None:
         if args.record_a is not None:

@@ -11,7 +11,7 @@ import sys
 import time
 
 from opscan.commands.common import EXIT_CLEAN, check_output_path, device_problem, error, needs_torch
-from opscan.commands.scan import add_target_arguments, input_shape_problem, parse_targets, target_paths
+from opscan.commands.scan import add_target_arguments, input_shape_problem, parse_targets, target_file_problem, target_paths
 from opscan.output import overwrites_input
 
 SCHEMES = ("xor64+sum", "xor64")  # opscan.trace.fingerprint.SCHEMES, spelled here so that --help imports no torch
@@ -89,9 +89,9 @@ def check_record_args(args: argparse.Namespace, command: str):
     problem = input_shape_problem(targets, args.input_shape)
     if problem:
         return None, None, error(problem)
-    path = target_paths([target])[0]
-    if path != "." and not os.path.isfile(path):
-        return None, None, error(f"{path}: no such file")
+    problem = target_file_problem(target)  # a directory was "no such file"
+    if problem:
+        return None, None, error(problem)
     return target, settings, None
 
 

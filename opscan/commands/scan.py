@@ -100,6 +100,16 @@ def input_shape_problem(targets, input_shape) -> str | None:
     return f"--input-shape applies to torchvision:, timm: and hf: targets only; {own[0]} builds its own inputs"
 
 
+def target_file_problem(target) -> str | None:
+    """Why the file a target names cannot be run (not there, a directory, a device), or None; zoo and module targets name none."""
+    from opscan._read import file_problem
+
+    path = target_paths([target])[0]
+    if path == ".":
+        return None
+    return file_problem(path, "a Python script" if target.kind == "script" else "a Python file")
+
+
 def target_paths(targets) -> list[str]:
     """The files the targets name, for finding their pyproject.toml (the working directory for zoo targets)."""
     paths = []

@@ -245,9 +245,12 @@ def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
 
     from opscan.trace import targets as loaders
 
+    from opscan._read import file_problem
+
     path = target.spec
-    if not os.path.isfile(path):
-        raise TargetError(f"{path}: no such file")
+    problem = file_problem(path, "a Python script")  # a directory was "no such file"
+    if problem:
+        raise TargetError(problem)
 
     def before_step(optimizer, args, kwargs):
         first_step()

@@ -166,8 +166,11 @@ def load_target(spec: str, *, input_shape: tuple[int, ...] | None = None) -> Wor
 
 
 def _import_file(path: str):
-    if not os.path.isfile(path):
-        raise TargetError(f"{path}: no such file")
+    from opscan._read import file_problem
+
+    problem = file_problem(path, "a Python file")  # a directory was "no such file"
+    if problem:
+        raise TargetError(problem)
     name = "_opscan_target_" + "".join(c if c.isalnum() else "_" for c in os.path.abspath(path))
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
