@@ -40,6 +40,7 @@ import copy
 import fnmatch
 import itertools
 import json
+import logging
 import os
 import signal
 import sys
@@ -130,6 +131,11 @@ class SweepStateError(ValueError):
 # ---------------------------------------------------------------- torch's test databases
 
 
+def _no_cuda_home_notice(record: logging.LogRecord) -> bool:
+    """False for torch.utils.cpp_extension's "No CUDA runtime is found, using CUDA_HOME=..." (its _find_cuda_home)."""
+    return not (isinstance(record.msg, str) and record.msg.startswith("No CUDA runtime is found"))
+
+
 @contextlib.contextmanager
 def _quiet_import():
     """Import torch's test databases without the side effects their import has.
@@ -138,6 +144,11 @@ def _quiet_import():
     stands in), freezes `torch.backends` flags (`disable_global_flags()`, after
     which setting `cudnn.benchmark` raises) and wraps TorchScript's
     `__call__`s for its profiler. All three are undone; the flags as well.
+
+    `common_utils` also imports `torch.utils.cpp_extension`, which logs "No CUDA
+    runtime is found, using CUDA_HOME=..." where a CUDA toolkit is installed
+    but no GPU is usable: the sweep builds no extension, so that line alone is
+    dropped (a filter on that logger, for the import), not torch's other logs.
     """
     saved_flags = TorchFlags.capture()
     script = (torch._C.ScriptFunction.__call__, torch._C.ScriptMethod.__call__)
@@ -152,11 +163,14 @@ def _quiet_import():
         stub.TestCase = unittest.TestCase
         stub.ACCEPT = False
         sys.modules["expecttest"] = stub
+    cpp_extension_log = logging.getLogger("torch.utils.cpp_extension")
+    cpp_extension_log.addFilter(_no_cuda_home_notice)
     try:
         with warnings.catch_warnings(), unfreeze():
             warnings.simplefilter("ignore")
             yield
     finally:
+        cpp_extension_log.removeFilter(_no_cuda_home_notice)
         torch._C.ScriptFunction.__call__, torch._C.ScriptMethod.__call__ = script
         if stub is not None and sys.modules.get("expecttest") is stub:
             del sys.modules["expecttest"]

@@ -193,6 +193,23 @@ def test_importing_the_test_databases_leaves_torch_as_it_was():
     assert stub is None or getattr(stub, "__file__", None), "the stand-in for expecttest is not left behind"
 
 
+def test_the_test_databases_import_without_the_cuda_home_notice(tmp_path):
+    """With a CUDA toolkit and no usable GPU, `common_utils` imports cpp_extension, which logged
+    "No CUDA runtime is found, using CUDA_HOME=..." on stderr in the middle of the sweep."""
+    import subprocess
+
+    from tests.util import subprocess_env
+
+    env = {**subprocess_env(), "CUDA_HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    plain = subprocess.run([sys.executable, "-c", "import torch.utils.cpp_extension"], env=env, capture_output=True, text=True, check=True)
+    if "No CUDA runtime is found" not in plain.stderr:
+        pytest.skip("this torch logs no CUDA_HOME notice here (a CPU-only build)")
+    code = "from opscan.report import sweep; sweep.op_db(); import logging; print(logging.getLogger('torch.utils.cpp_extension').filters)"
+    swept = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=300)
+    assert "No CUDA runtime is found" not in swept.stderr, swept.stderr
+    assert swept.stdout.strip() == "[]", "the filter goes once the databases are imported"
+
+
 def test_notable_rows():
     from opscan.report.sweep import notable
 
