@@ -28,6 +28,14 @@ requirement files) target the union of what they admit: a rule that holds
 for some targeted release fires. Files that cannot be read, or a torch
 requirement whose version cannot be read, give a warning, never an error.
 Only the standard library is used: lint's install stays small.
+
+The versions of another package a project may use are read the same way,
+through the same code (`_Reader` for one package, `_Walk` for the walk,
+`installed`), by PackageVersions (`TorchTargets.package`), steps 2 and 3
+without the flag, else any version: the rules ask it when a fix in a
+framework's idiom needs a release of that framework (frameworks.Idiom.since,
+accelerate's `set_seed(deterministic=True)` from 0.29.0). Its files join
+`read` and `listed`, so the run cache depends on them too.
 """
 
 from __future__ import annotations
@@ -36,7 +44,11 @@ import os
 import sys
 
 from opscan._path import Path
-from opscan.versions import TorchRange, VersionError
+from opscan.versions import Specifier, TorchRange, VersionError, parse_specifier
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs lint start-up; annotations are strings here
+    from typing import Any
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "pylock.toml")
 # Patterns are compiled on first use (re caches them), not at import: lint imports this on every run.
@@ -131,12 +143,12 @@ def parse_requirement(text: str) -> Requirement | None:
 _WHEEL = r"(?i)/(?P<name>[A-Za-z0-9_.]+)-(?P<version>\d[^-/]*)-[^/]*\.whl(?:[#?].*)?$"
 
 
-def url_version(url: str) -> str | None:
-    """The version a wheel URL names (`.../torch-2.4.1%2Bcu121-cp311-...whl`), else None."""
+def url_version(url: str, name: str = "torch") -> str | None:
+    """The version a wheel URL of the package `name` names (`.../torch-2.4.1%2Bcu121-cp311-...whl`), else None."""
     import re
 
     m = re.search(_WHEEL, url.replace("%2B", "+").replace("%2b", "+"))
-    if m and normalize_name(m.group("name")) == "torch":
+    if m and normalize_name(m.group("name")) == name:
         return m.group("version")
     return None
 
@@ -145,25 +157,97 @@ def url_version(url: str) -> str | None:
 
 
 class Declaration:
-    """One torch requirement read from a file: `text` as written, in `file` (`what`: the table or key)."""
+    """One requirement read from a file: `text` as written, in `file` (`what`: the table or key), and
+    the versions it admits (`range`: a TorchRange for torch, a Versions for another package)."""
 
     __slots__ = ("file", "what", "text", "range")
 
-    def __init__(self, file: Path, what: str, text: str, range: TorchRange):
+    def __init__(self, file: Path, what: str, text: str, range: TorchRange | Versions):
         self.file = file
         self.what = what
         self.text = text
         self.range = range
 
 
+class Versions:
+    """The versions of a package other than torch that a project may use, and where that came from.
+
+    `specs` are alternatives, each a Specifier: several requirements found
+    together (markers, extras, alternative requirement files) admit the union
+    of what they admit, as for torch. None where any version may be used: a
+    requirement without a version, one lint cannot read, or nothing that
+    declares the package or has it installed.
+    """
+
+    __slots__ = ("specs", "where")
+
+    def __init__(self, specs: tuple[Specifier, ...] | None, where: str = ""):
+        self.specs = specs
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"Versions({[s.text for s in self.specs] if self.specs is not None else None!r}, where={self.where!r})"
+
+    def union(self, other: Versions, where: str) -> Versions:
+        if self.specs is None or other.specs is None:
+            return Versions(None, where)
+        return Versions(self.specs + other.specs, where)
+
+    def at_least(self, version: str) -> bool:
+        """Whether every version admitted is `version` (plain: "0.29.0") or later.
+
+        Each alternative must have a lower bound at `version` or above: `>=`,
+        `~=`, `==` (`==0.29.*` from 0.29), `===`, or `>` a version at or above it
+        (`>0.28` admits 0.28.1). An upper bound or `!=` never raises one, and
+        a label counts as its release (`>=0.29.0rc1` as `>=0.29.0`), as for torch.
+        """
+        if self.specs is None:
+            return False
+        wanted = tuple(int(part) for part in version.split("."))
+        return all(_at_least(_lowest(spec), wanted) for spec in self.specs)
+
+
+def _lowest(spec: Specifier) -> tuple[int, ...] | None:
+    """The highest lower bound of a specifier's clauses, None where none has one."""
+    low = None
+    for clause in spec.clauses:
+        if clause.op in (">=", ">", "==", "===", "~=") and (low is None or _at_least(clause.release, low)):
+            low = clause.release
+    return low
+
+
+def _at_least(release: tuple[int, ...] | None, bound: tuple[int, ...]) -> bool:
+    """release >= bound, as PEP 440 compares releases (padded with zeros); False for None."""
+    if release is None:
+        return False
+    size = max(len(release), len(bound))
+    return release + (0,) * (size - len(release)) >= bound + (0,) * (size - len(bound))
+
+
 class _Reader:
-    """Reads the torch requirements of one folder's files; warnings collect in `warnings`, the
-    paths of the files read or looked for in `read`."""
+    """Reads the requirements of one package (`name`, normalized; torch here, see _VersionsReader for
+    the others) from one folder's files; warnings collect in `warnings`, the paths of the files read
+    or looked for in `read`."""
+
+    name = "torch"
+    conda_names = CONDA_NAMES
+    every = "targeting every release the rules know"  # what a version lint cannot read leaves
 
     def __init__(self, known: tuple[str, ...], warnings: list[str], read: set[str]):
         self.known = known
         self.warnings = warnings
         self.read = read
+        self.parts = tuple(self.name.split("-"))  # each spelling of the name holds these (`pytorch_lightning`)
+
+    def _mentions(self, raw: bytes) -> bool:
+        """Whether a file can name the package: it spells the name (in any case), or has escapes a TOML key could hide it in."""
+        low = raw.lower()
+        return all(part.encode() in low for part in self.parts) or b"\\u" in raw or b"\\U" in raw
+
+    def _names(self, text: str) -> bool:
+        """Whether text can name the package (in any case, with any separators)."""
+        low = text.lower()
+        return all(part in low for part in self.parts)
 
     def _warn(self, message: str) -> None:
         text = f"warning: {message}"
@@ -189,13 +273,13 @@ class _Reader:
 
     def pip_line(self, file: Path, what: str, text: str) -> Declaration | None:
         req = parse_requirement(text)
-        if req is None or req.name != "torch":
+        if req is None or req.name != self.name:
             return None
         spec = req.spec
         if req.url:
-            spec = url_version(req.url) or ""
+            spec = url_version(req.url, self.name) or ""
             if not spec:
-                self._warn(f"{_shown(file)}: torch comes from {req.url!r}, whose version lint cannot read; targeting every release the rules know")
+                self._warn(f"{_shown(file)}: {self.name} comes from {req.url!r}, whose version lint cannot read; {self.every}")
         r = self._range(file, what, text, spec, kind="bare" if req.url else "pip")
         return Declaration(file, what, text.strip(), r)
 
@@ -228,7 +312,7 @@ class _Reader:
             for what, table in tables:
                 if isinstance(table, dict):
                     for name, value in table.items():
-                        if isinstance(name, str) and normalize_name(name) == "torch":
+                        if isinstance(name, str) and normalize_name(name) == self.name:
                             out += self._poetry(file, what, value)
         return out
 
@@ -239,7 +323,7 @@ class _Reader:
         return [d for d in found if d is not None]
 
     def _poetry(self, file: Path, what: str, value) -> list[Declaration]:
-        """`torch = "^2.4"`, `{ version = "^2.4", source = "..." }`, or a list of such tables."""
+        """`torch = "^2.4"`, `{ version = "^2.4", source = "..." }`, or a list of such tables (for torch)."""
         out = []
         for item in value if isinstance(value, list) else [value]:
             spec = item.get("version", "*") if isinstance(item, dict) else item
@@ -247,26 +331,26 @@ class _Reader:
                 continue
             if isinstance(item, dict) and "version" not in item:
                 if any(k in item for k in ("git", "path", "url")):
-                    self._warn(f"{_shown(file)}: torch comes from {item!r}, whose version lint cannot read; targeting every release the rules know")
-            text = f"torch = {spec!r}"
+                    self._warn(f"{_shown(file)}: {self.name} comes from {item!r}, whose version lint cannot read; {self.every}")
+            text = f"{self.name} = {spec!r}"
             out.append(Declaration(file, what, text, self._range(file, what, text, "" if spec.strip() == "*" else spec, kind="poetry")))
         return out
 
     def _toml(self, file: Path) -> dict | None:
         raw = self._bytes(file)
-        if raw is None or not _mentions_torch(raw):
+        if raw is None or not self._mentions(raw):
             return None
         from opscan import _toml
 
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {exc}")
             return None
         try:
             return _toml.parse(text)  # plain files without tomllib's start-up
         except _toml.TOMLError as exc:
-            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {exc}")
             return None
 
     def _bytes(self, file: Path) -> bytes | None:
@@ -274,7 +358,7 @@ class _Reader:
         try:
             return file.read_bytes()
         except OSError as exc:
-            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc.strerror or exc}")
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {exc.strerror or exc}")
             return None
 
     def _text(self, file: Path) -> str | None:
@@ -289,7 +373,7 @@ class _Reader:
                     pass  # utf-8-sig says what is wrong, in its own words
             return raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            self._warn(f"{_shown(file)}: not read for the torch requirement: {exc}")
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {exc}")
             return None
 
     # -- requirements files ----------------------------------------------------
@@ -331,7 +415,7 @@ class _Reader:
 
     def setup_cfg(self, file: Path) -> list[Declaration]:
         text = self._text(file)
-        if text is None or "torch" not in text.lower():
+        if text is None or not self._names(text):
             return []
         import configparser
 
@@ -339,7 +423,7 @@ class _Reader:
         try:
             parser.read_string(text, source=str(file))
         except configparser.Error as exc:
-            self._warn(f"{_shown(file)}: not read for the torch requirement: {str(exc).splitlines()[0]}")
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {str(exc).splitlines()[0]}")
             return []
         out: list[Declaration] = []
         if parser.has_option("options", "install_requires"):
@@ -351,7 +435,7 @@ class _Reader:
 
     def setup_py(self, file: Path) -> list[Declaration]:
         text = self._text(file)
-        if text is None or "torch" not in text.lower():
+        if text is None or not self._names(text):
             return []
         import ast
         import warnings
@@ -361,7 +445,7 @@ class _Reader:
                 warnings.simplefilter("ignore")
                 tree = ast.parse(text, filename=str(file))
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            self._warn(f"{_shown(file)}: not read for the torch requirement: {getattr(exc, 'msg', None) or exc}")
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {getattr(exc, 'msg', None) or exc}")
             return []
         # Module-level names bound once to a literal: `REQUIRES = [...]; setup(install_requires=REQUIRES)`.
         bound: dict[str, list] = {}
@@ -401,7 +485,7 @@ class _Reader:
 
     def environment_yml(self, file: Path) -> list[Declaration]:
         text = self._text(file)
-        if text is None or "torch" not in text.lower():
+        if text is None or not self._names(text):
             return []
         out: list[Declaration] = []
         for kind, item in conda_dependencies(text):
@@ -422,7 +506,7 @@ class _Reader:
                     out.append(found)
                 continue
             name, spec = conda_spec(item)
-            if name in CONDA_NAMES:
+            if name in self.conda_names:
                 out.append(Declaration(file, "dependencies", item, self._range(file, "dependencies", item, spec, kind="conda")))
         return out
 
@@ -430,9 +514,9 @@ class _Reader:
 
     def lock(self, file: Path) -> list[Declaration]:
         raw = self._bytes(file)
-        if raw is None or not _mentions_torch(raw):
+        if raw is None or not self._mentions(raw):
             return []
-        versions = _locked_versions(raw)
+        versions = _locked_versions(raw, self.name)
         if versions is None:  # not the layout the tools write: read it as TOML
             data = self._toml(file)
             if data is None:
@@ -441,27 +525,46 @@ class _Reader:
             versions = [
                 p["version"]
                 for p in (packages if isinstance(packages, list) else [])
-                if isinstance(p, dict) and isinstance(p.get("name"), str) and normalize_name(p["name"]) == "torch" and isinstance(p.get("version"), str)
+                if isinstance(p, dict) and isinstance(p.get("name"), str) and normalize_name(p["name"]) == self.name and isinstance(p.get("version"), str)
             ]
         out = []
         for version in dict.fromkeys(versions):
-            text = f"torch {version}"
+            text = f"{self.name} {version}"
             out.append(Declaration(file, "", text, self._range(file, "", text, version, kind="bare")))
         return out
 
 
-def _mentions_torch(raw: bytes) -> bool:
-    """Whether a file can name torch: it spells the name (in any case), or has escapes a TOML key could hide it in."""
-    return b"torch" in raw.lower() or b"\\u" in raw or b"\\U" in raw
+class _VersionsReader(_Reader):
+    """Reads the requirements of a package other than torch (`name`, normalized) as _Reader reads
+    torch's, each as the Versions it admits: the rules know no list of that package's releases."""
+
+    every = "taking it to admit any version"
+
+    def __init__(self, name: str, warnings: list[str], read: set[str]):
+        self.name = name
+        self.conda_names = frozenset({name})
+        super().__init__((), warnings, read)
+
+    def _range(self, file: Path, what: str, text: str, spec: str, *, kind: str = "pip") -> Versions:
+        where = _where(file, what, text)
+        try:
+            specs = [_as_pep440(alt, kind) for alt in _alternatives(spec, kind)]
+            if not specs or not all(specs):  # `accelerate`, `accelerate = "*"`: any version
+                return Versions(None, where)
+            return Versions(tuple(parse_specifier(alt) for alt in specs), where)
+        except VersionError as exc:
+            self._warn(f"{_shown(file)}: cannot read the {self.name} version in {text.strip()!r} ({exc}); {self.every}")
+            return Versions(None, where)
 
 
-def _locked_versions(raw: bytes) -> list[str] | None:
-    """The versions of torch a uv.lock / poetry.lock / pylock.toml locks, read from the layout those tools write.
+def _locked_versions(raw: bytes, name: str = "torch") -> list[str] | None:
+    """The versions of the package `name` (normalized) a uv.lock / poetry.lock / pylock.toml locks, read
+    from the layout those tools write.
 
     Each package is an array-of-tables entry (`[[package]]`, `[[packages]]`)
     whose keys start with `name = "..."` and `version = "..."` lines. Parsing
     a large lock file as TOML costs lint tenths of a second; this reads only the
-    torch entries. None when the file names torch but not in that layout.
+    package's entries. None when the file does not name it in that layout.
     """
     text = "\n" + raw.decode("utf-8", "replace")
     versions: list[str] = []
@@ -469,7 +572,7 @@ def _locked_versions(raw: bytes) -> list[str] | None:
     # Lock files write names normalized. A literal newline, not `^` in multiline mode: ten times faster.
     import re
 
-    for m in re.finditer(r'\nname[ \t]*=[ \t]*"torch"[ \t]*(?=\r?\n|$)', text):
+    for m in re.finditer(r'\nname[ \t]*=[ \t]*"' + re.escape(name) + r'"[ \t]*(?=\r?\n|$)', text):
         header = text.rfind("\n[", 0, m.start())
         header_line = text[header + 1 : text.find("\n", header + 1)].strip() if header >= 0 else ""
         if header_line not in ("[[package]]", "[[packages]]"):
@@ -665,41 +768,53 @@ def _shown(path: Path | str) -> str:
     return Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
 
 
-# ---------------------------------------------------------------- the installed torch
+# ---------------------------------------------------------------- the installed torch (or another package)
+
+
+def installed_env(name: str) -> str:
+    """The variable that, set to 1, keeps lint from reading the installed `name`: OPSCAN_IGNORE_INSTALLED_TORCH, ..."""
+    return "OPSCAN_IGNORE_INSTALLED_" + name.upper().replace("-", "_")
 
 
 def installed_torch(path: list[str] | None = None, listed: set | None = None, read: set[str] | None = None) -> tuple[str, str] | None:
-    """(version, metadata folder) of the torch `importlib.metadata.version("torch")` would report, or None.
+    """(version, metadata folder) of the torch `importlib.metadata.version("torch")` would report, or None (see installed)."""
+    return installed("torch", path, listed, read)
 
-    The same search as importlib.metadata's path finder: each `sys.path`
-    folder in order, the first `torch-*.dist-info` or `torch*.egg-info` in it
-    (its name normalized as PEP 503 does), its `Version:` header. `listed`, if
-    given, gets the folders listed (with the prefix of the names that matter,
-    see TorchTargets.listed), `read` the metadata files read.
+
+def installed(name: str, path: list[str] | None = None, listed: set | None = None, read: set[str] | None = None) -> tuple[str, str] | None:
+    """(version, metadata folder) of the package `importlib.metadata.version(name)` would report, or None.
+
+    `name` is normalized (PEP 503). The same search as importlib.metadata's
+    path finder: each `sys.path` folder in order, the first
+    `NAME-*.dist-info` or `NAME*.egg-info` in it (its name normalized as PEP
+    503 does), its `Version:` header. `listed`, if given, gets the folders
+    listed (with the prefix of the names that matter, see TorchTargets.listed),
+    `read` the metadata files read.
     """
+    prefix = (name.partition("-")[0],)  # `pytorch_lightning-2.5.0.dist-info`, `pytorch-lightning...`: any spelling
     for entry in sys.path if path is None else path:
         folder = entry or "."
         if listed is not None:
-            listed.add((os.path.abspath(folder), ("torch",)))
+            listed.add((os.path.abspath(folder), prefix))
         try:
             names = os.listdir(folder)
         except (OSError, ValueError):  # a zip file, a folder that is gone
             continue
-        for name in names:
-            low = name.lower()
+        for entry_name in names:
+            low = entry_name.lower()
             if not low.endswith((".dist-info", ".egg-info")):
                 continue
             project = low.rpartition(".")[0].partition("-")[0]
-            if normalize_name(project) != "torch":  # re.sub(r"[-_.]+", "_", project) != "torch", as importlib.metadata asks
+            if normalize_name(project) != name:  # re.sub(r"[-_.]+", "_", project) != name, as importlib.metadata asks
                 continue
-            meta = os.path.join(folder, name)
+            meta = os.path.join(folder, entry_name)
             if os.path.isdir(meta):
                 meta = os.path.join(meta, "METADATA" if low.endswith(".dist-info") else "PKG-INFO")
             if read is not None:
                 read.add(os.path.abspath(meta))
             version = _metadata_version(meta)
             if version:
-                return version, os.path.join(folder, name)
+                return version, os.path.join(folder, entry_name)
     return None
 
 
@@ -720,58 +835,23 @@ def _metadata_version(path: str) -> str | None:
 # ---------------------------------------------------------------- per file
 
 
-class TorchTargets:
-    """The torch range each linted file targets (see the module docstring), resolved once per folder.
+class _Walk:
+    """The requirements of one package declared for the files of a folder, found walking up from it
+    (module docstring, 2.), resolved once per folder, through `_reader`; TorchTargets' for torch,
+    PackageVersions' for another package. `read` and `listed` are as TorchTargets says."""
 
-    `configured` is `--torch-version` or `torch-version` from the config,
-    `configured_from` says which; `installed` False skips the installed torch
-    (as does OPSCAN_IGNORE_INSTALLED_TORCH=1); `stop_at` ends the walk up
-    after that folder. `warnings` collects, once each, what could not be read;
-    `read` gets every file read or looked for, `listed` every folder whose
-    listing was read, as (folder, prefixes): only the names that start with
-    one of the prefixes (lowercased) matter (opscan.lint.runcache).
-    """
-
-    def __init__(
-        self,
-        known: tuple[str, ...],
-        configured: str | None = None,
-        configured_from: str = "--torch-version",
-        *,
-        installed: bool = True,
-        stop_at: Path | None = None,
-    ):
-        self.known = tuple(known)
-        self.warnings: list[str] = []
-        self.read: set[str] = set()
-        self.listed: set[tuple[str, tuple[str, ...]]] = set()
-        self.installed = installed and os.environ.get(ENV_IGNORE_INSTALLED, "") in ("", "0")
+    def __init__(self, reader: _Reader, read: set[str], listed: set[tuple[str, tuple[str, ...]]], stop_at: Path | None):
+        self.read = read
+        self.listed = listed
         self.stop_at = Path(os.path.abspath(stop_at)) if stop_at is not None else None
-        self._reader = _Reader(self.known, self.warnings, self.read)
-        self._folders: dict[str, tuple[TorchRange, str] | None] = {}  # folder -> (range, the folder it was declared in)
-        self._fallback: TorchRange | None = None
-        self.fixed: TorchRange | None = None  # the configured range, which every file gets
-        if configured is not None:
-            self.fixed = TorchRange.from_spec(configured, self.known, configured_from, label=f"torch {configured} (from {configured_from})")
-            if self.fixed.warning:
-                self.warnings.append(f"warning: {self.fixed.warning}")
-        self.used: dict[tuple[TorchRange, str], int] = {}  # (range, project folder or "") -> files
+        self._reader = reader
+        self._folders: dict[str, tuple[Any, str] | None] = {}  # folder -> (versions, the folder they were declared in)
 
-    def for_file(self, path: Path | str) -> TorchRange:
-        found = self._lookup(path)
-        key = (found[0], found[1])
-        self.used[key] = self.used.get(key, 0) + 1
-        return found[0]
+    def _union(self, declarations: list[Declaration]) -> Any:
+        raise NotImplementedError
 
-    def _lookup(self, path: Path | str) -> tuple[TorchRange, str]:
-        if self.fixed is not None:
-            return self.fixed, ""
-        folder = os.path.dirname(os.path.abspath(path))
-        found = self._folder(folder)
-        return found if found is not None else (self.fallback(), "")
-
-    def _folder(self, folder: str) -> tuple[TorchRange, str] | None:
-        """The declared range for files in `folder`, walking up; None where the project declares none."""
+    def _folder(self, folder: str) -> tuple[Any, str] | None:
+        """The declared versions for files in `folder`, walking up, and the folder that declared them; None where the project declares none."""
         chain: list[str] = []
         found = None
         current = folder
@@ -793,8 +873,8 @@ class TorchTargets:
             self._folders[seen] = found
         return found
 
-    def _declared_in(self, folder: str) -> tuple[TorchRange | None, bool]:
-        """The union of the torch requirements declared by one folder's files, and whether it ends the walk."""
+    def _declared_in(self, folder: str) -> tuple[Any, bool]:
+        """The union of the package's requirements declared by one folder's files, and whether it ends the walk."""
         self.listed.add((folder, DECLARING_NAMES))
         try:
             names = os.listdir(folder)
@@ -836,7 +916,58 @@ class TorchTargets:
         )
         if not declarations:
             return None, boundary
-        return _union(declarations), boundary
+        return self._union(declarations), boundary
+
+
+class TorchTargets(_Walk):
+    """The torch range each linted file targets (see the module docstring), resolved once per folder.
+
+    `configured` is `--torch-version` or `torch-version` from the config,
+    `configured_from` says which; `installed` False skips the installed torch
+    (as does OPSCAN_IGNORE_INSTALLED_TORCH=1); `stop_at` ends the walk up
+    after that folder. `warnings` collects, once each, what could not be read;
+    `read` gets every file read or looked for, `listed` every folder whose
+    listing was read, as (folder, prefixes): only the names that start with
+    one of the prefixes (lowercased) matter (opscan.lint.runcache).
+    `package(name)` gives the versions of another package, read the same way.
+    """
+
+    def __init__(
+        self,
+        known: tuple[str, ...],
+        configured: str | None = None,
+        configured_from: str = "--torch-version",
+        *,
+        installed: bool = True,
+        stop_at: Path | None = None,
+    ):
+        self.known = tuple(known)
+        self.warnings: list[str] = []
+        read: set[str] = set()
+        super().__init__(_Reader(self.known, self.warnings, read), read, set(), stop_at)
+        self.installed = installed and os.environ.get(ENV_IGNORE_INSTALLED, "") in ("", "0")
+        self._installed_others = installed  # for package(): each has its own variable
+        self._packages: dict[str, PackageVersions] = {}
+        self._fallback: TorchRange | None = None
+        self.fixed: TorchRange | None = None  # the configured range, which every file gets
+        if configured is not None:
+            self.fixed = TorchRange.from_spec(configured, self.known, configured_from, label=f"torch {configured} (from {configured_from})")
+            if self.fixed.warning:
+                self.warnings.append(f"warning: {self.fixed.warning}")
+        self.used: dict[tuple[TorchRange, str], int] = {}  # (range, project folder or "") -> files
+
+    def for_file(self, path: Path | str) -> TorchRange:
+        found = self._lookup(path)
+        key = (found[0], found[1])
+        self.used[key] = self.used.get(key, 0) + 1
+        return found[0]
+
+    def _lookup(self, path: Path | str) -> tuple[TorchRange, str]:
+        if self.fixed is not None:
+            return self.fixed, ""
+        folder = os.path.dirname(os.path.abspath(path))
+        found = self._folder(folder)
+        return found if found is not None else (self.fallback(), "")
 
     def fallback(self) -> TorchRange:
         """Where the project declares nothing: the installed torch, else every known release."""
@@ -856,9 +987,77 @@ class TorchTargets:
                 self._fallback = TorchRange.every(self.known)
         return self._fallback
 
+    def _union(self, declarations: list[Declaration]) -> TorchRange:
+        return _union(declarations)
+
     def summary(self) -> list[tuple[TorchRange, str, int]]:
         """(range, the folder that declared it or "", how many files) for every range used so far."""
         return [(r, folder, n) for (r, folder), n in self.used.items()]
+
+    def package(self, name: str) -> PackageVersions:
+        """The versions of the package `name` (normalized) that each file's project may use, read as
+        torch's are (nothing configures them) when first asked, into the same `read` and `listed`."""
+        found = self._packages.get(name)
+        if found is None:
+            found = self._packages[name] = PackageVersions(name, installed=self._installed_others, stop_at=self.stop_at, read=self.read, listed=self.listed)
+        return found
+
+
+class PackageVersions(_Walk):
+    """The versions of one package other than torch (`name`, normalized) each linted file's project may use.
+
+    Found as torch's are: the project's requirement files and lock files,
+    walking up from the file's folder (module docstring, 2.), else the
+    installed package's metadata (unless `installed` is False or
+    OPSCAN_IGNORE_INSTALLED_<NAME>=1, e.g. OPSCAN_IGNORE_INSTALLED_ACCELERATE),
+    else any version. A rule asks only for a file whose run calls the
+    package's helper, so most runs read nothing more. What cannot be read
+    admits any version, which only makes a rule choose what works on every
+    version: it goes to `warnings`, which lint does not show.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        installed: bool = True,
+        stop_at: Path | None = None,
+        read: set[str] | None = None,
+        listed: set[tuple[str, tuple[str, ...]]] | None = None,
+    ):
+        self.name = name
+        self.warnings: list[str] = []
+        read = set() if read is None else read
+        super().__init__(_VersionsReader(name, self.warnings, read), read, set() if listed is None else listed, stop_at)
+        self.installed = installed and os.environ.get(installed_env(name), "") in ("", "0")
+        self._fallback: Versions | None = None
+
+    def for_file(self, path: Path | str) -> Versions:
+        found = self._folder(os.path.dirname(os.path.abspath(path)))
+        return found[0] if found is not None else self.fallback()
+
+    def _union(self, declarations: list[Declaration]) -> Versions:
+        wheres = [d.range.where for d in declarations]
+        where = "; ".join(wheres[:3]) + (f"; and {len(wheres) - 3} more" if len(wheres) > 3 else "")
+        out = declarations[0].range
+        for d in declarations[1:]:
+            out = out.union(d.range, where)
+        return out
+
+    def fallback(self) -> Versions:
+        """Where the project declares nothing: the installed version, else any."""
+        if self._fallback is None:
+            found = installed(self.name, listed=self.listed, read=self.read) if self.installed else None
+            if found is None:
+                self._fallback = Versions(None, f"no {self.name} declared or installed")
+            else:
+                version, meta = found
+                where = f"installed {self.name} {version} ({_shown(meta)})"
+                try:
+                    self._fallback = Versions((parse_specifier(version),), where)
+                except VersionError:
+                    self._fallback = Versions(None, where)
+        return self._fallback
 
 
 def _union(declarations: list[Declaration]) -> TorchRange:
