@@ -13,6 +13,9 @@ from opscan.lint.project import EntryTrace, TraceEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from opscan.lint.target import Versions
     from opscan.versions import TorchRange
 
 # Libraries that never run torch. A script whose executing code imports nothing
@@ -33,12 +36,22 @@ def torch_free(package: str) -> bool:
 
 
 class Context:
-    """One entry trace and the torch releases it targets; rules add to `findings`."""
+    """One entry trace and the torch releases it targets; rules add to `findings`.
 
-    def __init__(self, trace: EntryTrace, torch: TorchRange):
+    `versions(name)`, if given, says which versions of another package the
+    entry's project may use (opscan.lint.target.PackageVersions); read only
+    when a rule asks.
+    """
+
+    def __init__(self, trace: EntryTrace, torch: TorchRange, versions: Callable[[str], Versions] | None = None):
         self.trace = trace
         self.torch = torch
+        self.versions = versions
         self.findings: list[Finding] = []
+
+    def at_least(self, package: str, version: str) -> bool:
+        """Whether every version of `package` (a distribution name) the project may use is `version` or later."""
+        return self.versions is not None and self.versions(package).at_least(version)
 
     # -- summaries of the trace -------------------------------------------------
 

@@ -148,12 +148,13 @@ class _FactsLoader:
 class _EntryLinter:
     """Lints entry files one by one through one Project, and filters their findings."""
 
-    def __init__(self, cfg: Config, torch: dict[Path, TorchRange], files: list[Path], cache, overlay, calls: CallFilter):
+    def __init__(self, cfg: Config, torch: dict[Path, TorchRange], files: list[Path], cache, overlay, calls: CallFilter, targets: TorchTargets | None = None):
         from opscan.lint.rules import OPT_IN, lint_codes
 
         self.cfg = cfg
         self.cache = cache
         self.torch = torch  # each file's targeted torch releases
+        self.targets = targets  # and where they came from: the versions of other packages are read through it, as asked
         self.universe = lint_codes()
         self.enabled = cfg.enabled_codes(self.universe, OPT_IN)
         self.project = Project(_FactsLoader(cache, overlay, calls), cfg.import_roots(), entry_dirs=[f.parent for f in files])
@@ -168,7 +169,12 @@ class _EntryLinter:
 
     def deps(self) -> set[str]:
         """The files read and the folders looked in, here and in worker processes."""
-        return self.project.looked_at | set(self.project._any_facts) | self.child_deps
+        out = self.project.looked_at | set(self.project._any_facts) | self.child_deps
+        if self.targets is not None:  # with what a rule read for another package's versions
+            from opscan.lint.runcache import listing
+
+            out |= self.targets.read | {listing(folder, prefixes) for folder, prefixes in self.targets.listed}
+        return out
 
     def lint(self, path: Path) -> list[Finding]:
         """The findings of running `path` as a script that survive selection and noqa, in report form."""
@@ -186,12 +192,19 @@ class _EntryLinter:
             if self.unresolved is not None:
                 for package, where in trace.libraries.items():
                     self.unresolved.setdefault(package, where)
-            ctx = Context(trace, self.torch[path])
+            ctx = Context(trace, self.torch[path], self._versions(path))
             for rule in CHECKS:
                 if rule.RULE.code in self.enabled:
                     rule.check(ctx)
             raw = ctx.findings
         return [self._final(f) for f in raw if self._kept(f)]
+
+    def _versions(self, path: Path):
+        """What Context.versions gives for the entry `path`: its project's versions of a package."""
+        targets = self.targets
+        if targets is None:
+            return None
+        return lambda name: targets.package(name).for_file(path)
 
     def limit_warnings(self, files: list[Path]) -> list[str]:
         """A warning for each safety net of the linker that some entry's run hit, naming the entries.
@@ -713,7 +726,7 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
         from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
 
         cache = FactsCache.open(cfg.root)
-    linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint())
+    linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint(), targets)
     linter.unresolved = unresolved
     linter.progress = progress
     per_file = None
@@ -748,9 +761,7 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
     if cache is not None:
         cache.prune()
     if deps is not None:
-        from opscan.lint.runcache import listing
-
-        deps |= linter.deps() | targets.read | {listing(folder, prefixes) for folder, prefixes in targets.listed}
+        deps |= linter.deps()  # what `targets` read among them
     return report
 
 

@@ -131,17 +131,31 @@ class Idiom(Frozen):
     Pass `keyword=value` to the call (or, with `via` = (param, position), to the
     settings object passed there, e.g. the `TrainingArguments` a Trainer gets);
     `covers` says what that then does: "determinism" (use_deterministic_algorithms)
-    and "cublas" (sets CUBLAS_WORKSPACE_CONFIG).
+    and "cublas" (sets CUBLAS_WORKSPACE_CONFIG). `since` = (distribution, version):
+    the first release of the package that provides the helper in which it does
+    so (read in its wheel, cited in the entry's source), None where every release
+    a user could run with the torch releases the rules know does. The rules use
+    the idiom only where the project cannot be on an older release (its
+    requirements, lock file or installed package say so; opscan.lint.target):
+    on one, the fixed script would raise TypeError.
     """
 
-    _fields = ("keyword", "value", "covers", "via")
+    _fields = ("keyword", "value", "covers", "via", "since")
     __slots__ = _fields
 
-    def __init__(self, keyword: str, value: str, covers: tuple[str, ...], via: tuple[str, int | None] | None = None):
+    def __init__(
+        self,
+        keyword: str,
+        value: str,
+        covers: tuple[str, ...],
+        via: tuple[str, int | None] | None = None,
+        since: tuple[str, str] | None = None,
+    ):
         self.keyword = keyword
         self.value = value  # source text
         self.covers = covers
         self.via = via
+        self.since = since
 
 
 class Strict(Frozen):
@@ -629,11 +643,14 @@ HELPERS: tuple[Helper, ...] = (
         ("accelerate.utils.set_seed", "accelerate.utils.random.set_seed"),
         "accelerate 1.15.0 wheel: accelerate/utils/random.py (set_seed(seed, device_specific=False, "
         "deterministic=False): random, numpy, torch, the device's manual_seed_all, then "
-        "`if deterministic: torch.use_deterministic_algorithms(True)`; no CUBLAS_WORKSPACE_CONFIG, no cuDNN flag; "
-        "`deterministic` since PR #2569, 2024: 0.20.3 has none). Accelerator(...) sets no seed or flag",
+        "`if deterministic: torch.use_deterministic_algorithms(True)`; no CUBLAS_WORKSPACE_CONFIG, no cuDNN flag). "
+        "`deterministic` since 0.29.0 (PR #2569): accelerate 0.28.0 wheel, accelerate/utils/random.py, "
+        "set_seed(seed, device_specific=False), which raises TypeError for it; accelerate 0.29.0 wheel, "
+        "the same file, set_seed(seed, device_specific=False, deterministic=False). "
+        "Accelerator(...) sets no seed or flag",
         (("seed", None), ("device_specific", False), ("deterministic", False)),
         (Seed(("random", "numpy", "torch", "torch-cuda")), If("deterministic", (Determinism(True, False),))),
-        idiom=Idiom("deterministic", "True", ("determinism",)),
+        idiom=Idiom("deterministic", "True", ("determinism",), since=("accelerate", "0.29.0")),
     ),
     # -- OpenMMLab
     Helper(

@@ -7,6 +7,13 @@ also sets CUBLAS_WORKSPACE_CONFIG; a transformers Trainer script with
 helper, the finding suggests that keyword and its fix adds it to the call,
 rather than raw torch calls. The catalogue says which helpers have an idiom and
 what it covers (`frameworks.Idiom`); this module finds the call to edit.
+
+An idiom that only later releases of its package provide (`Idiom.since`:
+accelerate's `deterministic`, from 0.29.0) is used only where every version
+the project may use has it, as its requirements, lock file or installed
+package say (opscan.lint.target): on an older one the fixed script would raise
+`TypeError`. Elsewhere the rule gives its raw fix, and its message names the
+idiom with that condition.
 """
 
 from __future__ import annotations
@@ -23,21 +30,34 @@ if TYPE_CHECKING:
 
 
 class Route(Plain):
-    """Where the script's idiom turns on what a rule finds missing: `keyword=value` on the call of `callee` at `loc`."""
+    """Where the script's idiom turns on what a rule finds missing: `keyword=value` on the call of `callee` at `loc`.
 
-    _fields = ("callee", "keyword", "value", "loc", "covers")
+    `since` = (distribution, version) where the project may use a release of
+    the package older than the idiom: the rule then gives its raw fix and names
+    this route only as `alternative`. None where the route is the fix.
+    """
+
+    _fields = ("callee", "keyword", "value", "loc", "covers", "since")
     __slots__ = _fields
 
-    def __init__(self, callee: str, keyword: str, value: str, loc: Loc, covers: tuple[str, ...]):
+    def __init__(self, callee: str, keyword: str, value: str, loc: Loc, covers: tuple[str, ...], since: tuple[str, str] | None = None):
         self.callee = callee
         self.keyword = keyword
         self.value = value
         self.loc = loc
         self.covers = covers
+        self.since = since
 
     @property
     def advice(self) -> str:
         return f"pass `{self.keyword}={self.value}` to `{self.callee}` (line {self.loc.line})"
+
+    def alternative(self, then: str = "") -> str:
+        """' (or, on accelerate >= 0.29.0, pass `deterministic=True` to `accelerate.utils.set_seed` on line 7)',
+        after the raw advice where the project may be on an older release; `then` follows the call
+        (", which sets it")."""
+        package, version = self.since or ("", "")
+        return f" (or, on {package} >= {version}, pass `{self.keyword}={self.value}` to `{self.callee}` on line {self.loc.line}{then})"
 
     def fix_description(self) -> str:
         return f"Pass `{self.keyword}={self.value}` to `{self.callee}`"
@@ -51,12 +71,15 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
     ("determinism" or "cublas") and that does not pass its keyword yet.
 
     For "cublas", the call must run before any CUDA work: the variable is read when cuBLAS starts.
+    A call whose idiom the project's release of the package may lack (`Idiom.since`) gives way to
+    a later call whose idiom it has; where there is none, it is returned with `since` set.
     """
+    older = None  # the first route the project's release may lack
     # Each place's first run is enough: a call met again at a place is the same call, judged the same.
     for event in ctx.trace.first_calls(also=CudaWork):
         what = event.what
         if what.__class__ is CudaWork and wants == "cublas":
-            return None
+            break
         if what.__class__ is not Call or event.path != path or event.anchor != (event.path, event.loc):
             continue
         entry = helper(event.api)
@@ -73,8 +96,12 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
             continue  # passed already, or may be: the call's own choice
         if pos is not None and pos < len(args.args):
             continue  # passed by position as None: leave that call to the user
+        if idiom.since is not None and not ctx.at_least(*idiom.since):
+            if older is None:
+                older = Route(callee, idiom.keyword, idiom.value, loc, idiom.covers, idiom.since)
+            continue
         return Route(callee, idiom.keyword, idiom.value, loc, idiom.covers)
-    return None
+    return older
 
 
 # -- the fix ------------------------------------------------------------------------

@@ -11,13 +11,14 @@ of everything the result depended on:
 - every file it read: the linted files, the modules their imports reached,
   the configuration files looked for (present or not), the files that may
   declare the targeted torch (requirements, lock files, the installed
-  torch's metadata) and opscan's own source and rules data;
+  torch's metadata), or the release of a framework whose idiom a fix uses
+  (accelerate's), and opscan's own source and rules data;
 - every folder whose listing mattered: the folders discovery walked, the
   folders an import was looked for in (present or not).
 
 Each is kept as its (mtime, size, inode), or None where it did not exist.
 A folder walked up for the torch requirement (or a `sys.path` folder searched
-for the installed torch) is kept as the sorted names in it that start with
+for the installed torch, or framework) is kept as the sorted names in it that start with
 one of a few prefixes (see `listing`): its other entries, and its mtime, change
 too often (a home folder, /tmp) to say anything about this run.
 `replay` runs before argparse is imported: it stats them all again and,

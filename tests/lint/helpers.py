@@ -35,8 +35,9 @@ def lint_report(target: Path, *, torch_version: str | None = None, cfg: Config |
     The torch target is `torch_version` if given, else what the fixture's own
     files declare: the walk for requirements stops at the fixture's folder
     (opscan's own pyproject.toml above it is no fixture's), and the installed
-    torch is not read (the tests run with and without one). A fixture that
-    declares nothing targets every release the rules know.
+    torch is not read (the tests run with and without one), nor an installed
+    framework (accelerate's release decides its fix). A fixture that declares
+    nothing targets every release the rules know, and any framework release.
     """
     folder = target if target.is_dir() else target.parent
     with chdir(folder):

@@ -1,8 +1,11 @@
-"""The versions of a package other than torch a project may use, read as the torch range is.
+"""The release of a framework a project may use, read as the torch range is: for fixes in an idiom that
+only later releases have (frameworks.Idiom.since: accelerate's `set_seed(deterministic=True)`, from 0.29.0).
 
-Here, what each kind of requirement file gives, when a specifier admits only
+The fixtures `tests/fixtures/lint/project_accelerate_*` hold the findings
+that follow; here,
+what each kind of requirement file gives, when a specifier admits only
 releases from a version on (against `packaging`, written apart from opscan),
-and the installed package.
+the installed package, and the run cache's dependencies on what was read.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -19,14 +23,28 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from opscan.lint.target import PackageVersions, Versions, installed, installed_env
+from opscan.config import Config
+from opscan.lint import engine
+from opscan.lint.frameworks import HELPERS
+from opscan.lint.runcache import LISTING, listing
+from opscan.lint.target import (
+    PackageVersions,
+    TorchTargets,
+    Versions,
+    installed,
+    installed_env,
+)
+from opscan.rules import NEWEST_TORCH, load
 from opscan.versions import parse_specifier
 from tests.conftest import IDIOM_PACKAGES
 from tests.util import chdir, subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
+LINT_FIXTURES = ROOT / "tests" / "fixtures" / "lint"
+KNOWN = load().releases
 SCRIPT = "import torch\nfrom accelerate.utils import set_seed\n\nset_seed(0)\nmodel = torch.nn.Linear(4, 4).cuda()\n"
-
+IDIOM = "pass `deterministic=True` to `accelerate.utils.set_seed` (line 4)"
+RAW = "call `torch.use_deterministic_algorithms(True)` after seeding (or, on accelerate >= 0.29.0, pass `deterministic=True` to `accelerate.utils.set_seed` on line 4)"
 
 
 def _write(folder: Path, files: dict[str, str]) -> Path:
@@ -42,7 +60,18 @@ def _versions(folder: Path, name: str = "accelerate") -> Versions:
         return PackageVersions(name, installed=False, stop_at=folder).for_file(folder / "train.py")
 
 
-# ---------------------------------------------------------------- the suite
+# ---------------------------------------------------------------- the catalogue
+
+
+def test_every_idiom_with_a_bound_cites_the_wheels_it_was_read_in():
+    bounded = {h.names[0]: h for h in HELPERS if h.idiom is not None and h.idiom.since is not None}
+    assert set(bounded) == {"accelerate.utils.set_seed"}
+    for entry in bounded.values():
+        package, version = entry.idiom.since
+        assert package in IDIOM_PACKAGES  # tests/conftest.py keeps the installed one out of the suite
+        assert f"{version} wheel" in entry.source, entry.source
+    assert bounded["accelerate.utils.set_seed"].idiom.since == ("accelerate", "0.29.0")
+    assert "accelerate 0.28.0 wheel, accelerate/utils/random.py" in bounded["accelerate.utils.set_seed"].source
 
 
 def test_the_suite_reads_no_installed_framework():
@@ -108,6 +137,26 @@ def test_at_least_never_admits_an_older_version(clauses, version):
 
 
 @pytest.mark.parametrize(
+    ("fixture", "expected", "where"),
+    [
+        ("project_accelerate_with_deterministic/pyproject", True, "pyproject.toml [project.optional-dependencies] train: accelerate[deepspeed] >= 0.29"),
+        ("project_accelerate_with_deterministic/poetry", True, "pyproject.toml [tool.poetry.dependencies]: accelerate = '^1.2'"),
+        ("project_accelerate_with_deterministic/locked", True, "poetry.lock: accelerate 1.15.0"),  # the lock wins over accelerate>=0.20
+        ("project_accelerate_with_deterministic/conda", True, "environment.yml dependencies: conda-forge::accelerate=0.30"),
+        ("project_accelerate_before_deterministic/pinned", False, "pyproject.toml [project] dependencies: accelerate==0.28.0"),
+        ("project_accelerate_before_deterministic/below", False, "deps/base.txt: Accelerate<0.29"),
+        ("project_accelerate_before_deterministic/open_range", False, "setup.cfg [options] install_requires: accelerate>=0.20"),
+        ("project_accelerate_before_deterministic/locked", False, "uv.lock: accelerate 0.28.0"),
+        ("project_accelerate_unpinned/no_version", False, "requirements.txt: accelerate"),
+        ("project_accelerate_unpinned/undeclared", False, "no accelerate declared or installed"),
+    ],
+)
+def test_each_kind_of_requirement_file(fixture, expected, where):
+    found = _versions(LINT_FIXTURES / fixture)
+    assert (found.at_least("0.29.0"), found.where) == (expected, where)
+
+
+@pytest.mark.parametrize(
     ("files", "expected"),
     [
         ({"requirements.txt": "pytorch_lightning>=1.5\n"}, True),  # any spelling of a name with a separator
@@ -120,12 +169,16 @@ def test_a_name_with_a_separator(tmp_path, files, expected):
     assert _versions(_write(tmp_path, files), "pytorch-lightning").at_least("1.5.0") is expected
 
 
-def test_a_requirement_that_cannot_be_read_admits_any_version(tmp_path):
+def test_a_requirement_that_cannot_be_read_admits_any_version_without_a_word(tmp_path, capsys):
     _write(tmp_path, {"requirements.txt": "accelerate>=banana\n", "train.py": SCRIPT})
     targets = PackageVersions("accelerate", installed=False, stop_at=tmp_path)
     with chdir(tmp_path):
         assert not targets.for_file(tmp_path / "train.py").at_least("0.29.0")
     assert targets.warnings == ["warning: requirements.txt: cannot read the accelerate version in 'accelerate>=banana' (bad version clause '>=banana' in '>=banana'); taking it to admit any version"]
+    with chdir(tmp_path):
+        report = engine.run(["train.py"], Config(root=tmp_path), targets=TorchTargets(KNOWN, installed=False, stop_at=tmp_path), use_cache=False)
+    assert report.notices == []  # the raw fix holds on every release: nothing to warn about
+    assert RAW in {f.message.partition("; ")[2] for f in report.findings}
 
 
 # ---------------------------------------------------------------- the installed package
@@ -167,3 +220,101 @@ def test_the_installed_package_where_nothing_declares_it(tmp_path, monkeypatch):
     monkeypatch.setenv(installed_env("accelerate"), "1")
     assert not PackageVersions("accelerate", stop_at=tmp_path / "work").for_file(tmp_path / "work" / "train.py").at_least("0.29.0")
     assert installed("accelerate", [str(tmp_path / "nothing"), ""]) is None
+
+
+@pytest.mark.parametrize(("version", "advice"), [("0.29.0", IDIOM), ("0.28.0", RAW)])
+def test_lint_reads_the_installed_accelerate_without_importing_it(tmp_path, version, advice):
+    site = _fake(tmp_path / "site", "accelerate", version)
+    _write(tmp_path / "work", {"train.py": SCRIPT})
+    env = {k: v for k, v in subprocess_env().items() if k != installed_env("accelerate")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
+    probe = "import sys\nfrom opscan.cli import main\nrc = main(sys.argv[1:])\nprint('IMPORTED=' + ','.join(sorted(m for m in sys.modules if m in ('torch', 'accelerate', 'importlib.metadata'))), file=sys.stderr)\nsys.exit(rc)\n"
+    proc = subprocess.run([sys.executable, "-c", probe, "lint", "--no-cache", "train.py"], env=env, capture_output=True, text=True, cwd=tmp_path / "work", check=False)
+    assert "IMPORTED=\n" in proc.stderr, proc.stderr
+    assert f"train.py:4:1: DET001 [*] Seeds with `accelerate.utils.set_seed` but never enables determinism; {advice}\n" in proc.stdout
+
+
+# ---------------------------------------------------------------- what the result depends on
+
+
+def _age(*paths: Path, seconds: float = 10) -> None:
+    past = time.time() - seconds
+    for p in paths:
+        os.utime(p, (past, past))
+
+
+def _run(project: Path, site: Path) -> tuple[bool, subprocess.CompletedProcess]:
+    """`opscan lint train.py` (the run cache on), reading the installed accelerate from `site`; whether it was a replay."""
+    probe = (
+        "import sys; from opscan.cli import main\n"
+        "code = main(['lint', *sys.argv[1:]])\n"
+        "sys.stderr.write('ENGINE=%s\\n' % ('opscan.lint.engine' in sys.modules))\n"
+        "sys.exit(code)\n"
+    )
+    env = {k: v for k, v in subprocess_env().items() if k != installed_env("accelerate")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
+    proc = subprocess.run([sys.executable, "-c", probe, "train.py"], cwd=project, env=env, capture_output=True, text=True, check=False)
+    return "ENGINE=False" in proc.stderr, proc
+
+
+@pytest.mark.parametrize("change", ["declare accelerate", "declare accelerate in a folder above", "install accelerate"])
+def test_a_change_to_what_declares_accelerate_is_linted_afresh(tmp_path, change):
+    (tmp_path / ".git").mkdir()  # the walks up end here
+    project = _write(tmp_path / "outer" / "project", {"train.py": SCRIPT, "requirements.txt": "torch>=2.4\n"})
+    site = tmp_path / "site"
+    site.mkdir()
+    _age(project / "train.py", project / "requirements.txt", project, site, tmp_path / "outer")
+    _run(project, site)  # creates .opscan_cache, a change to the folder: records nothing
+    _age(project)
+    first = _run(project, site)[1]
+    replayed, again = _run(project, site)
+    assert replayed and again.stdout == first.stdout and RAW in first.stdout
+    if change == "declare accelerate":
+        (project / "requirements.txt").write_text("torch>=2.4\naccelerate>=0.29\n")
+    elif change == "declare accelerate in a folder above":  # the torch walk ends at `project`; accelerate's goes on
+        (tmp_path / "outer" / "requirements.txt").write_text("accelerate>=0.29\n")
+    else:
+        _fake(site, "accelerate", "0.29.0")
+    replayed, proc = _run(project, site)
+    assert not replayed, change
+    assert IDIOM in proc.stdout, proc.stdout
+
+
+def test_a_worker_process_reports_what_it_read_for_accelerate(tmp_path, monkeypatch):
+    """With --torch-version nothing walks for torch: what the accelerate lookup reads in a forked worker
+    reaches the run cache's dependencies all the same."""
+    tree = tmp_path / "tree"
+    (tree / ".git").mkdir(parents=True)  # the walk up for `undeclared` ends here
+    for i in range(6):
+        _write(tree / f"job{i}", {"train.py": SCRIPT, "requirements.txt": "accelerate>=0.29\n"})
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(sys, "path", [str(site), *sys.path])
+    monkeypatch.delenv(installed_env("accelerate"))
+    (tree / "undeclared").mkdir()
+    (tree / "undeclared" / "train.py").write_text(SCRIPT)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "_workers", lambda: 3)
+    forked = []
+    real = engine._lint_in_processes
+    monkeypatch.setattr(engine, "_lint_in_processes", lambda *a: forked.append(1) or real(*a))
+    deps: set[str] = set()
+    with chdir(tree):
+        report = engine.run(["."], Config(root=tree), torch_version=NEWEST_TORCH, use_cache=False, deps=deps)
+    assert forked
+    messages = {f.path: f.message for f in report.findings if f.code == "DET001"}
+    assert all(IDIOM in messages[f"job{i}/train.py"] for i in range(6))
+    assert RAW in messages["undeclared/train.py"]
+    assert {str(tree / f"job{i}" / "requirements.txt") for i in range(6)} <= deps
+    assert listing(os.path.abspath(site), ("accelerate",)) in deps  # the installed one was looked for, for `undeclared`
+
+
+def test_a_run_with_no_such_helper_reads_nothing_for_it(tmp_path):
+    _write(tmp_path, {"train.py": "import torch\n\ntorch.manual_seed(0)\n"})
+    targets = TorchTargets(KNOWN, stop_at=tmp_path)
+    deps: set[str] = set()
+    with chdir(tmp_path):
+        engine.run(["train.py"], Config(root=tmp_path), targets=targets, use_cache=False, deps=deps)
+    assert targets._packages == {}
+    assert not [d for d in deps if d.endswith(LISTING + "accelerate")]  # no sys.path folder was listed for it

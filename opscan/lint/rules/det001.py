@@ -58,6 +58,13 @@ CUBLAS_WORKSPACE_CONFIG and turns cuDNN benchmarking off),
 Otherwise inserts `torch.use_deterministic_algorithms(True)` after the last
 seeding statement of the block (after the helper call when a project helper
 seeds). Safe.
+
+The accelerate keyword exists from accelerate 0.29.0 on (older releases
+raise `TypeError`), so it is used only where every release the project may
+use has it: its requirement or lock file says so (found as the targeted torch
+is) or, where nothing declares accelerate, the installed one does. Elsewhere the fix is the insertion, and the
+message names the keyword with its condition: "(or, on accelerate >= 0.29.0,
+pass `deterministic=True` to `accelerate.utils.set_seed` on line 7)".
 """
 
 from __future__ import annotations
@@ -86,11 +93,13 @@ def check(ctx: Context) -> None:
     if any(e.what.flag == "deterministic" and e.what.value is True for e in ctx.of(Cudnn)):
         note = " (`cudnn.deterministic = True` covers convolutions only)"
     idiom = route(ctx, path, "determinism")
-    if idiom is not None:  # the framework's own switch: Trainer(deterministic=True), ...
+    if idiom is not None and idiom.since is None:  # the framework's own switch: Trainer(deterministic=True), ...
         advice, fix = idiom.advice, Fix(idiom.fix_description(), "safe", idiom.edit())
     else:
         seed_lines = tuple(sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path}))
         advice = "call `torch.use_deterministic_algorithms(True)` after seeding"
+        if idiom is not None:  # the project may be on a release without the switch
+            advice += idiom.alternative()
         fix = Fix("Insert `torch.use_deterministic_algorithms(True)` after seeding", "safe", EnableDeterminism(seed_lines))
     ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{note}; {advice}", fix)
 
