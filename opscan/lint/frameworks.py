@@ -134,10 +134,11 @@ class Idiom(Frozen):
     and "cublas" (sets CUBLAS_WORKSPACE_CONFIG). `since` = (distribution, version):
     the first release of the package that provides the helper in which it does
     so (read in its wheel, cited in the entry's source), None where every release
-    a user could run with the torch releases the rules know does. The rules use
-    the idiom only where the project cannot be on an older release (its
-    requirements, lock file or installed package say so; opscan.lint.target):
-    on one, the fixed script would raise TypeError.
+    a user could run with the torch releases the rules know does, or where the
+    raw fix would be no surer on the older ones (Lightning's Trainer, see
+    _lightning_trainer). The rules use the idiom only where the project cannot
+    be on an older release (its requirements, lock file or installed package say
+    so; opscan.lint.target): on one, the fixed script would raise TypeError.
     """
 
     _fields = ("keyword", "value", "covers", "via", "since")
@@ -339,9 +340,18 @@ def _fabric(args: CallArgs) -> list[Effect]:
 #     if deterministic: os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"   # after the flag, overwriting
 # cudnn.deterministic is never touched. Unset arguments may come from PL_TRAINER_DETERMINISTIC /
 # PL_TRAINER_BENCHMARK at run time (@_defaults_from_env_vars); we model the code's defaults.
-# Older behaviour (CHANGELOG, and 1.x _init_deterministic seen in the code index): up to at least 1.7 it
-# called use_deterministic_algorithms(deterministic or False) even when unset, and also set
+# Older behaviour (CHANGELOG, and 1.x _init_deterministic seen in the code index and wheels): from 1.5 to
+# 1.9 it called use_deterministic_algorithms(deterministic or False) even when unset, and also set
 # HOROVOD_FUSION_THRESHOLD="0"; "warn" arrived in 1.7; 1.6.0-1.6.3 turned benchmark on by default.
+# The idiom, Trainer(deterministic=True), has no Idiom.since: the keyword is in every release (the
+# pytorch-lightning 1.0.0 wheel has `deterministic: bool = False`), so the fix never makes the script
+# raise. Before 1.5 it did less (pytorch-lightning 1.4.0 wheel, trainer/connectors/accelerator_connector.py:
+# only cudnn.deterministic and HOROVOD_FUSION_THRESHOLD, no use_deterministic_algorithms or
+# CUBLAS_WORKSPACE_CONFIG; 1.5.0 has _init_deterministic), and 1.4 ran on torch 1.8 and 1.9. But the raw
+# fix would be no surer there: from 1.5.0 to 1.9.x (pytorch-lightning 1.5.0 and 1.9.0 wheels, lightning
+# 1.8.0.post1, the first `lightning` release) a Trainer built without `deterministic` calls
+# use_deterministic_algorithms(False), undoing a call inserted before it; 2.0.0's _set_torch_flags no
+# longer does. The model below is 2.6.6's for every release.
 def _lightning_trainer(args: CallArgs) -> list[Effect]:
     deterministic = args.get("deterministic", None, None)
     benchmark = args.get("benchmark", None, None)
@@ -612,7 +622,7 @@ HELPERS: tuple[Helper, ...] = (
         _names(_LIGHTNING_TRAINER_MODULES, "Trainer"),
         _LIGHTNING_SOURCE,
         effects=_lightning_trainer,
-        idiom=Idiom("deterministic", "True", ("determinism", "cublas")),
+        idiom=Idiom("deterministic", "True", ("determinism", "cublas")),  # no `since`: see _lightning_trainer
         strict=_STRICT_WARN,
         benchmark="benchmark",
     ),
@@ -632,9 +642,10 @@ HELPERS: tuple[Helper, ...] = (
             "transformers.Seq2SeqTrainer",
             "transformers.trainer_seq2seq.Seq2SeqTrainer",
         ),
-        _HF_SOURCE + ", trainer_seq2seq.py",
+        _HF_SOURCE + ", trainer_seq2seq.py; transformers 4.18.0 and 4.19.0 wheels: training_args.py "
+        "(TrainingArguments.full_determinism, a dataclass field, from 4.19.0: 4.18 raises TypeError for it)",
         effects=_hf_trainer,
-        idiom=Idiom("full_determinism", "True", ("determinism", "cublas"), via=("args", 1)),
+        idiom=Idiom("full_determinism", "True", ("determinism", "cublas"), via=("args", 1), since=("transformers", "4.19.0")),
     ),
     # Settings only: read through `Built` by the Trainer's model (SETTINGS_CLASSES).
     Helper(tuple(sorted(_TRAINING_ARGUMENTS)), _HF_SOURCE + " (TrainingArguments.full_determinism, default False)"),

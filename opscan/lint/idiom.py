@@ -9,11 +9,11 @@ rather than raw torch calls. The catalogue says which helpers have an idiom and
 what it covers (`frameworks.Idiom`); this module finds the call to edit.
 
 An idiom that only later releases of its package provide (`Idiom.since`:
-accelerate's `deterministic`, from 0.29.0) is used only where every version
-the project may use has it, as its requirements, lock file or installed
-package say (opscan.lint.target): on an older one the fixed script would raise
-`TypeError`. Elsewhere the rule gives its raw fix, and its message names the
-idiom with that condition.
+accelerate's `deterministic` from 0.29.0, transformers' `full_determinism`
+from 4.19.0) is used only where every version the project may use has it, as
+its requirements, lock file or installed package say (opscan.lint.target): on
+an older one the fixed script would raise `TypeError`. Elsewhere the rule
+gives its raw fix, and its message names the idiom with that condition.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The release of a framework a project may use, read as the torch range is: for fixes in an idiom that
 only later releases have (frameworks.Idiom.since: accelerate's `set_seed(deterministic=True)`, from 0.29.0).
 
-The fixtures `tests/fixtures/lint/project_accelerate_*` hold the findings
-that follow; here,
+The fixtures `tests/fixtures/lint/project_accelerate_*` and
+`project_transformers_full_determinism` hold the findings that follow; here,
 what each kind of requirement file gives, when a specifier admits only
 releases from a version on (against `packaging`, written apart from opscan),
 the installed package, and the run cache's dependencies on what was read.
@@ -65,13 +65,14 @@ def _versions(folder: Path, name: str = "accelerate") -> Versions:
 
 def test_every_idiom_with_a_bound_cites_the_wheels_it_was_read_in():
     bounded = {h.names[0]: h for h in HELPERS if h.idiom is not None and h.idiom.since is not None}
-    assert set(bounded) == {"accelerate.utils.set_seed"}
+    assert set(bounded) == {"accelerate.utils.set_seed", "transformers.Trainer"}
     for entry in bounded.values():
         package, version = entry.idiom.since
         assert package in IDIOM_PACKAGES  # tests/conftest.py keeps the installed one out of the suite
         assert f"{version} wheel" in entry.source, entry.source
     assert bounded["accelerate.utils.set_seed"].idiom.since == ("accelerate", "0.29.0")
     assert "accelerate 0.28.0 wheel, accelerate/utils/random.py" in bounded["accelerate.utils.set_seed"].source
+    assert bounded["transformers.Trainer"].idiom.since == ("transformers", "4.19.0")
 
 
 def test_the_suite_reads_no_installed_framework():
@@ -154,6 +155,11 @@ def test_at_least_never_admits_an_older_version(clauses, version):
 def test_each_kind_of_requirement_file(fixture, expected, where):
     found = _versions(LINT_FIXTURES / fixture)
     assert (found.at_least("0.29.0"), found.where) == (expected, where)
+
+
+def test_transformers_is_read_the_same_way():
+    assert _versions(LINT_FIXTURES / "project_transformers_full_determinism" / "transformers_4_19", "transformers").at_least("4.19.0")
+    assert not _versions(LINT_FIXTURES / "project_transformers_full_determinism" / "transformers_4_18", "transformers").at_least("4.19.0")
 
 
 @pytest.mark.parametrize(

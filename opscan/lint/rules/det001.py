@@ -59,10 +59,11 @@ Otherwise inserts `torch.use_deterministic_algorithms(True)` after the last
 seeding statement of the block (after the helper call when a project helper
 seeds). Safe.
 
-The accelerate keyword exists from accelerate 0.29.0 on (older releases
-raise `TypeError`), so it is used only where every release the project may
-use has it: its requirement or lock file says so (found as the targeted torch
-is) or, where nothing declares accelerate, the installed one does. Elsewhere the fix is the insertion, and the
+The transformers and accelerate keywords exist from transformers 4.19.0 and
+accelerate 0.29.0 on (older releases raise `TypeError`), so they are used only
+where every release the project may use has them: its requirement or lock
+file says so (found as the targeted torch is) or, where nothing declares the
+package, the installed one does. Elsewhere the fix is the insertion, and the
 message names the keyword with its condition: "(or, on accelerate >= 0.29.0,
 pass `deterministic=True` to `accelerate.utils.set_seed` on line 7)".
 """

@@ -57,7 +57,8 @@ torch.use_deterministic_algorithms(True)
 Where the script builds Lightning's `Trainer(...)` (or the `TrainingArguments`
 of a transformers `Trainer`) before any CUDA work, passes it
 `deterministic=True` (`full_determinism=True`), which sets the variable, as
-DET001's fix does. Otherwise inserts
+DET001's fix does; `full_determinism` only where the project cannot be on a
+transformers release before 4.19.0, which lacks it (see DET001). Otherwise inserts
 `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` near the
 top of the module, after the docstring and `from __future__` imports and before
 the first torch import, adding `import os` if needed (in sorted place among the
@@ -98,10 +99,12 @@ def check(ctx: Context) -> None:
         return  # code the module defines for other code to call turns determinism on: the caller's to set up
     path, loc = cause.anchor
     idiom = route(ctx, path, "cublas")
-    if idiom is not None:  # the framework's own switch sets it: Trainer(deterministic=True), ...
+    if idiom is not None and idiom.since is None:  # the framework's own switch sets it: Trainer(deterministic=True), ...
         advice, fix = f"{idiom.advice}, which sets it", Fix(idiom.fix_description(), "safe", idiom.edit())
     else:
         advice = 'set it to ":4096:8" before torch starts cuBLAS'
+        if idiom is not None:  # the project may be on a release without the switch
+            advice += idiom.alternative(", which sets it")
         fix = Fix('Set CUBLAS_WORKSPACE_CONFIG=":4096:8" at the top of the module', "safe", InsertCublasEnv())
     if ctx.cublas_releases:  # only some targeted releases check it: say which
         needs = "raises without it" if ctx.strictly_enabled else "requires it in deterministic mode"
