@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+from _imp import extension_suffixes
 
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
@@ -30,6 +31,10 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
 MAX_DEPTH = 40
 MAX_EVENTS = 50_000
 _NOT_LOOKED_UP = object()
+# Module files Python imports without source (read as no project file): a compiled extension, or a
+# bare .pyc. Beside a folder of the same name they win, as any module does over a namespace portion.
+# (_imp's list is importlib.machinery.EXTENSION_SUFFIXES, without importing importlib: ~0.7 ms.)
+_NO_SOURCE = (*extension_suffixes(), ".pyc")
 # Stdlib modules in sys.modules before a script's first line on CPython 3.10 to 3.13 (`python -I -c
 # "import sys; print(sorted(sys.modules))"` on each, less the built-in ones), the path never searched for them.
 _LOADED_AT_START_UP = frozenset({
@@ -171,8 +176,8 @@ class EntryTrace(Plain):
         """The top-level package of each import that runs and finds no project file ("torch",
         "numpy", a project package the roots miss), with where it was first imported."""
         if self._libraries is None:
-            provides = self._walker.project._provides
-            self._libraries = {p: where for p, where in _libs_of(self._root).items() if p and not provides(p)}
+            provides, search = self._walker.project._provides_to, self._walker.search
+            self._libraries = {p: where for p, where in _libs_of(self._root).items() if p and not provides(p, search)}
         return self._libraries
 
     def uncalled(self) -> list[TraceEvent]:
@@ -190,9 +195,15 @@ class Project:
         # load_facts(path, package, keep_all=False) -> ModuleFacts; keep_all: record every call.
         self._load_facts = load_facts
         self.roots = [r.resolve() for r in roots]
-        # Every folder an import may be searched in: the roots, and each entry's own folder.
-        self._import_bases = list(dict.fromkeys([*(d.resolve() for d in dict.fromkeys(entry_dirs)), *self.roots]))
+        self._root_texts = tuple(map(str, self.roots))
+        entry_dirs = list(dict.fromkeys(d.resolve() for d in dict.fromkeys(entry_dirs)))
+        # Every folder an import may be searched in: the roots, each entry's own folder and its
+        # package root (see _search_for; added below, once the listings are set up).
+        self._import_bases = list(dict.fromkeys([*entry_dirs, *self.roots]))
         self._provided: dict[str, bool] = {}
+        # The same less the package roots, and what they provide (see EntryTrace.libraries).
+        self._script_bases = list(self._import_bases)
+        self._provided_to_scripts: dict[str, bool] = {}
         # By (resolved path, package): relative imports, and so the facts, depend on the package.
         self._facts: dict[tuple[str, str], ModuleFacts] = {}
         self._any_facts: dict[str, ModuleFacts] = {}  # by path alone, for facts_of
@@ -215,9 +226,17 @@ class Project:
         self._listings: dict[str, frozenset[str]] = {}
         self._real_paths: dict[str, str] = {}
         self.looked_at: set[str] = set()  # folders whose listing decided an import (opscan.lint.runcache)
+        self._package_roots: dict[str, str | None] = {}
+        # By entry folder: its search path, and the names in the folders of it that vary by entry.
+        self._searches: dict[str, tuple[str, ...]] = {}
+        self._search_names: dict[str, frozenset[str]] = {}
         # Each module (by path) and function (by path and qualname): its bit in the records' bit sets.
         self._module_bits: dict[str, int] = {}
         self._function_bits: dict[tuple[str, str], int] = {}
+        for folder in entry_dirs:
+            package_root = self._package_root(str(folder))
+            if package_root is not None and Path(package_root) not in self._import_bases:
+                self._import_bases.append(Path(package_root))
 
     # -- modules --------------------------------------------------------------
 
@@ -257,13 +276,26 @@ class Project:
         """Whether an import of `package` (or of a module under it) could find a project file."""
         found = self._provided.get(package)
         if found is None:
-            # The folder's listing first (kept, and read by find_module anyway): a stat of each
-            # name in each of the 348 entry folders of torch's tree cost 0.3 s of CPU (profiled).
-            found = self._provided[package] = any(
-                package in self._names_in(str(base)) and ((base / package).is_dir() or (base / f"{package}.py").is_file())
-                for base in self._import_bases
-            )
+            found = self._provided[package] = self._held_in(package, self._import_bases)
         return found
+
+    def _provides_to(self, package: str, search: tuple[str, ...]) -> bool:
+        """_provides for the imports of an entry with this search path: the package roots of other
+        entries do not count, so that an import of a package only one of them holds is said (under
+        -v) to find nothing, as it does."""
+        found = self._provided_to_scripts.get(package)
+        if found is None:
+            found = self._provided_to_scripts[package] = self._held_in(package, self._script_bases)
+        package_root = search[1 + len(self._root_texts) :]  # see _search_for
+        return found or (bool(package_root) and self._held_in(package, [Path(package_root[0])]))
+
+    def _held_in(self, package: str, bases: list[Path]) -> bool:
+        # The folder's listing first (kept, and read by find_module anyway): a stat of each
+        # name in each of the 348 entry folders of torch's tree cost 0.3 s of CPU (profiled).
+        return any(
+            package in self._names_in(str(base)) and ((base / package).is_dir() or (base / f"{package}.py").is_file())
+            for base in bases
+        )
 
     def provided_libraries(self) -> frozenset[str]:
         """The packages the call filter treats as libraries that an import may find in the project.
@@ -313,7 +345,50 @@ class Project:
     def entry_module(self, path: Path) -> Module:
         real = Path(self._real(path))
         self._add_import_base(real.parent)
+        package_root = self._package_root(str(real.parent))
+        if package_root is not None:
+            self._add_import_base(Path(package_root), package_root=True)
         return self.module_at(path, self._dotted_name(path, real))
+
+    def _package_root(self, folder: str) -> str | None:
+        """The folder above the topmost `__init__.py` of the chain that holds `folder`; None where
+        `folder` holds no `__init__.py` (is no package's).
+
+        Where its package is imported from: the folder Python is run in (`python -m pkg.train`)
+        or that an install puts on sys.path; mypy's base directory for the file (crawl_up),
+        ruff's package root. Read from listings, which the run cache then depends on.
+        """
+        found = self._package_roots.get(folder, _NOT_LOOKED_UP)
+        if found is _NOT_LOOKED_UP:
+            found = None
+            if "__init__.py" in self._listing(folder):
+                parent = os.path.dirname(folder)
+                found = parent if parent == folder else (self._package_root(parent) or parent)
+            self._package_roots[folder] = found
+        return found
+
+    def _search_for(self, folder: str) -> tuple[str, ...]:
+        """Where an entry in `folder` (resolved) looks for project modules, in order.
+
+        Its own folder (sys.path[0] for a script), the roots, then, for a file inside a package,
+        the package root (see _package_root) where the roots do not hold it: the folder a
+        package's own absolute imports (`from pkg.util import x` in pkg/train.py) find it from
+        when a checkout named like its package (fairseq/fairseq) is linted from above. After
+        the roots, so that it resolves only what they do not. Its entry folder keys it: the
+        rest follows from that.
+        """
+        search = self._searches.get(folder)
+        if search is None:
+            package_root = self._package_root(folder)
+            extra = (package_root,) if package_root is not None and package_root not in self._root_texts else ()
+            search = self._searches[folder] = (folder, *self._root_texts, *extra)
+            # The folders of it that vary by entry: a lookup whose first part none of them holds
+            # finds what the roots alone give, and is shared by every entry (see find_module).
+            names = self._names_in(folder)
+            if extra:
+                names = names | self._names_in(extra[0])
+            self._search_names[folder] = names
+        return search
 
     def _real(self, path: Path) -> str:
         """The path resolved (as Path.resolve), once per run: an entry is resolved when it is read and when it is linted."""
@@ -329,7 +404,10 @@ class Project:
             real = self._real_paths[text] = resolved_in(real_folder, name) or str(Path(os.path.join(real_folder, name)).resolve())
         return real
 
-    def _add_import_base(self, folder: Path) -> None:
+    def _add_import_base(self, folder: Path, package_root: bool = False) -> None:
+        if not package_root and folder not in self._script_bases:
+            self._script_bases.append(folder)
+            self._provided_to_scripts.clear()
         if folder in self._import_bases:
             return
         # Not announced up front: modules read so far were checked without this folder.
@@ -359,35 +437,52 @@ class Project:
         return self._any_facts.get(path)
 
     def _dotted_name(self, path: Path, resolved: Path) -> str:
+        """The name of a file linted as an entry: as the first root that holds it gives it; the stem outside them.
+
+        Unless that name would not import the file: the root gives `pkg.pkg.train` to a checkout
+        `pkg/` (no `__init__.py`) of a package `pkg/pkg/`, but `pkg` imports the regular package
+        found from the package root, not that namespace folder. Then it is named by its package
+        chain (`pkg.train`), as Python names it when run from the package root or installed.
+        """
         for root in self.roots:
             try:
                 rel = resolved.relative_to(root)
             except ValueError:
                 continue
-            parts = list(rel.with_suffix("").parts)
-            if parts and parts[-1] == "__init__":
-                parts.pop()
-            if parts:
-                return ".".join(parts)
-        return path.stem
+            name = _module_name(rel.parts)
+            if name:
+                break
+        else:
+            return path.stem
+        folder = str(resolved.parent)
+        package_root = self._package_root(folder)
+        if package_root is not None:
+            chain = _module_name(Path(os.path.relpath(str(resolved), package_root)).parts)
+            if chain != name:
+                found = self._locate(name, self._search_for(folder))[0]
+                if found is None or self._real(Path(found)) != str(resolved):
+                    return chain
+        return name
 
     def find_module(self, dotted: str, search: tuple[str, ...]) -> Module | None:
-        """The project file for a dotted module name, searching the entry's folder, then the roots."""
+        """The project file for a dotted module name, searching the entry's folder, the roots, then its package root."""
         head = dotted.partition(".")[0]
         if self._heads is not None:
             self._heads.add(head)
         # A folder can hold the module only if it holds something named like its first part. When
-        # the entry's folder does not, the roots decide, and entries in other folders share the answer.
-        names = self._folder_names.get(search[0])  # inline: this runs for every name every entry resolves
+        # neither the entry's folder nor its package root does, the roots decide, and entries in
+        # other folders share the answer.
+        names = self._search_names.get(search[0])  # inline: this runs for every name every entry resolves
         if names is None:
-            names = self._names_in(search[0])
-        key = (dotted, search if head in names else search[1:])
+            self._search_for(search[0])
+            names = self._search_names[search[0]]
+        key = (dotted, search if head in names else self._root_texts)
         found = self._found.get(key, _NOT_LOOKED_UP)
         if found is _NOT_LOOKED_UP:
-            found = self._found[key] = self._find_module(dotted, key[1])
+            found = self._found[key] = self._find_module(dotted, key)
         return found
 
-    def _find_module(self, dotted: str, search: tuple[str, ...]) -> Module | None:
+    def _find_module(self, dotted: str, key: tuple[str, tuple[str, ...]]) -> Module | None:
         if not all(part.isidentifier() for part in dotted.split(".")):
             return None
         head = dotted.partition(".")[0]
@@ -398,13 +493,82 @@ class Project:
         # `os.py` returns the loaded module.
         if head in sys.builtin_module_names or head in _LOADED_AT_START_UP:
             return None
+        found = self._locate(dotted, key[1])[0] or self._find_anywhere(dotted, key[1])
+        return self.module_at(Path(found), dotted) if found is not None else None
+
+    def _locate(self, dotted: str, search: tuple[str, ...]) -> tuple[str | None, str | None]:
+        """Where importing `dotted` finds its source file, as Python's path finder would: (the file or
+        None, the module missing from a namespace package on the way, or None).
+
+        One part at a time, each in the folders of the package before it (the search path for
+        the first): in each folder a package (a folder with `__init__.py`) comes first, then a
+        module, then a folder without `__init__.py`, which is only a namespace portion: a package
+        or module in any later folder wins over it (PEP 420), and the portions of all folders
+        make up the namespace package. Listings, each read once, tell which files may exist, as
+        in Python's own FileFinder: a stat of each possible file for each name resolved was
+        about 3% of linking torch's tree. Each listing read is in looked_at, so a package made
+        later changes one the run cache checks.
+        """
+        parts = dotted.split(".")
+        last = len(parts) - 1
+        folders = search
+        namespace = False  # the package before this part is a namespace package
+        for i, part in enumerate(parts):
+            portions = []
+            package = module = None
+            for folder in folders:
+                if i == 0 and part not in self._names_in(folder):
+                    continue
+                listing = self._listing(folder)
+                inside = None
+                if part in listing:
+                    sub = os.path.join(folder, part)
+                    inside = self._listing(sub)
+                    if "__init__.py" in inside:
+                        if i < last:
+                            package = sub
+                            break
+                        candidate = os.path.join(sub, "__init__.py")
+                        if os.path.isfile(candidate):
+                            return candidate, None
+                if part + ".py" in listing:
+                    candidate = os.path.join(folder, part + ".py")
+                    if i < last or os.path.isfile(candidate):
+                        module = candidate
+                        break
+                if any(part + suffix in listing for suffix in _NO_SOURCE):
+                    return None, None  # a module without source: nothing to read, and it has no submodules
+                if inside:
+                    portions.append(sub)
+            if i == last:
+                # Found as a module (a package returned above), as a namespace package (no file), or not at all.
+                if module is not None:
+                    return module, None
+                return None, (dotted if namespace and not portions else None)
+            if package is not None:
+                folders, namespace = (package,), False
+            elif module is None and portions:
+                folders, namespace = tuple(portions), True
+            else:
+                # A module has no submodules; a name found nowhere is missing, and said so below a namespace package.
+                return None, (".".join(parts[: i + 1]) if namespace and module is None else None)
+        return None, None  # pragma: no cover - the loop returns at the last part
+
+    def _find_anywhere(self, dotted: str, search: tuple[str, ...]) -> str | None:
+        """Where importing `dotted` raises in Python (see _locate), the file at its path under the first
+        search folder that holds one, whatever comes before it on the way.
+
+        Lenient, as lint always was: every file is linted as a script, from its own folder, and
+        a package's module beside a module named like a top-level package (torch/_dynamo/variables/
+        holds a `torch.py`) would import nothing of `torch.nn` run that way; it is run as a
+        module of its package, where `torch.nn` is torch's.
+        """
+        head = dotted.partition(".")[0]
         inner, _, last = dotted.rpartition(".")
         inner = inner.replace(".", os.sep)
         for folder in search:
             if head not in self._names_in(folder):
                 continue
-            # Listings, each read once, tell which files may exist, as in Python's own FileFinder: a
-            # stat of each possible file for each name resolved was about 3% of linking torch's tree.
             parent = os.path.join(folder, inner) if inner else folder
             listing = self._listing(parent)
             # A package comes before a module of the same name, as in FileFinder.find_spec. Were
@@ -412,11 +576,11 @@ class Project:
             if last in listing and "__init__.py" in self._listing(os.path.join(parent, last)):
                 candidate = os.path.join(parent, last, "__init__.py")
                 if os.path.isfile(candidate):
-                    return self.module_at(Path(candidate), dotted)
+                    return candidate
             if last + ".py" in listing:
                 candidate = os.path.join(parent, last + ".py")
                 if os.path.isfile(candidate):
-                    return self.module_at(Path(candidate), dotted)
+                    return candidate
         return None
 
     # -- names ----------------------------------------------------------------
@@ -427,7 +591,10 @@ class Project:
         if depth > 8 or not qualname:
             return None
         key = (qualname, mod.path, mod.name)  # the name: results carry modules named as reached
-        names = self._names_in(search[0])
+        names = self._search_names.get(search[0])
+        if names is None:
+            self._search_for(search[0])
+            names = self._search_names[search[0]]
         # Shared by every entry folder that holds none of the names looked up (see find_module).
         found = self._resolved.get(key)
         if found is None or not found[1].isdisjoint(names):
@@ -504,12 +671,22 @@ class Project:
     def trace(self, entry: Module) -> EntryTrace:
         """The ordered events of running `entry` as a script, through project calls."""
         # Folders as strings: a search path is hashed and compared for every name it resolves.
-        search = (os.path.dirname(entry.path), *map(str, self.roots))  # entry.path is resolved
+        search = self._search_for(os.path.dirname(entry.path))  # entry.path is resolved
         walker = _Walker(self, search, entry)
         root = walker.run(entry)
         return EntryTrace(entry, root, walker)
 
 
+
+
+def _module_name(parts: tuple[str, ...]) -> str:
+    """The dotted name of a module file from its path's parts below a search folder ('' for none)."""
+    parts = list(parts)
+    if parts:
+        parts[-1] = os.path.splitext(parts[-1])[0]
+        if parts[-1] == "__init__":
+            parts.pop()
+    return ".".join(parts)
 
 
 def _load_key(path: Path, name: str, real: str) -> tuple[str, str]:
@@ -540,8 +717,9 @@ class _Record:
     - `max_pass` / `min_cut`: the deepest depth check that passed and the shallowest that
       failed, relative to where it started;
     - `heads`: the first parts of the dotted names it looked up. An entry's own
-      folder is searched before the roots, so a record stands for any entry whose
-      folder provides none of them, or else only for entries with the same search path.
+      folder is searched before the roots (and its package root after them, see
+      Project._search_for), so a record stands for any entry whose folder and package
+      root provide none of them, or else only for entries with the same search path.
 
     Replayed where every check would come out the same, a record is exactly the
     walk it saves. Its events are kept relative to where it started (their `via`
@@ -702,7 +880,7 @@ class _Walker:
         self.search = search
         self.entry = entry
         self.calls = project.calls
-        self.folder_names = project._names_in(search[0])
+        self.folder_names = project._search_names[search[0]]  # what sharing a walk depends on (see _Record.heads)
         self.module_bit, self.function_bit = project._module_bit, project._function_bit
         self.stack = 0  # the functions being walked
         # The modules whose top level has run. Not the entry's: it runs as __main__, and an

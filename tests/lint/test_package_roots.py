@@ -1,0 +1,104 @@
+"""Imports resolve as Python's path finder resolves them, from the roots and from a linted file's package root.
+
+A regular package (a folder with `__init__.py`) or a module on any search folder
+wins over a folder without `__init__.py` (a namespace portion, PEP 420); a file
+inside a package also finds its own package from the folder above the topmost
+`__init__.py` (its package root, where it is run from or installed). The
+fixtures `project_checkout_named_like_package`, `project_package_over_namespace_folder`
+and `project_namespace_package` hold the layouts linted from inside the project;
+here, what a fixture cannot say: the same tree linted from other folders, and
+that entries of different package roots share no wrong walk.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from opscan.cli import main
+from tests.lint.test_linker_scaling import _new_project, _trace_text
+from tests.util import chdir
+
+UTIL = "import torch\n\n\ndef init_seeds(seed=0):\n    torch.manual_seed(seed)\n"
+TRAIN = "import torch\nfrom pkg.util import init_seeds\n\ninit_seeds(0)\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+MESSAGE = "DET001 [*] Seeds via `pkg.util.init_seeds` (`torch.manual_seed`) but never enables determinism"
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+def _lint(folder: Path, capsys, *args: str) -> tuple[int, str, str]:
+    with chdir(folder):
+        rc = main(["lint", "--no-cache", "--select", "DET001", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _findings(out: str) -> list[str]:
+    return [line for line in out.splitlines() if re.match(r"^\S+:\d+:\d+: [A-Z]+\d+ ", line)]
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A checkout `pkg/` named like the package `pkg/pkg/` it holds, as fairseq/fairseq is."""
+    return _write(tmp_path, {"pkg/pkg/__init__.py": "", "pkg/pkg/util.py": UTIL, "pkg/pkg/train.py": TRAIN, "pkg/README.md": "x\n"})
+
+
+def test_a_checkout_named_like_its_package_lints_the_same_from_any_folder(tmp_path, capsys):
+    _checkout(tmp_path)
+    runs = [
+        (tmp_path, ("-v", "pkg"), "pkg/pkg/train.py"),  # from above the checkout: `pkg` is not the checkout folder
+        (tmp_path, ("-v", "pkg/pkg/train.py"), "pkg/pkg/train.py"),
+        (tmp_path / "pkg", ("-v", "."), "pkg/train.py"),  # from inside the checkout, as before
+        (tmp_path / "pkg" / "pkg", ("-v", "train.py"), "train.py"),  # from inside the package: found from its package root
+    ]
+    for folder, args, shown in runs:
+        rc, out, err = _lint(folder, capsys, *args)
+        assert _findings(out) == [f"{shown}:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` after seeding"], (folder, args)
+        assert rc == 1 and "resolve to no file" not in err, (folder, args, err)
+
+
+def test_a_regular_package_in_the_scripts_folder_wins_over_a_namespace_folder_in_a_root(tmp_path, capsys):
+    # The script's folder comes first, but a folder without __init__.py there is only a portion: the
+    # regular package of the root wins, as `python scripts/train.py` would import it.
+    _write(tmp_path, {
+        "scripts/pkg/util.py": "def init_seeds(seed=0):\n    return seed\n",
+        "pkg/__init__.py": "",
+        "pkg/util.py": UTIL,
+        "scripts/train.py": TRAIN,
+    })  # fmt: skip
+    _, out, _ = _lint(tmp_path, capsys, "scripts/train.py")
+    assert _findings(out) == [f"scripts/train.py:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` after seeding"]
+
+
+def test_entries_of_different_package_roots_share_no_wrong_walk(tmp_path):
+    """Walks are shared by entries whose folder and package root hold none of the names looked up
+    (project._Record.heads): entries in two checkouts of a package `pkg`, one seeding and one not,
+    beside a namespace folder `pkg/` and a script of the root, each get their own `pkg`."""
+    _write(tmp_path, {
+        "a/pkg/__init__.py": "",
+        "a/pkg/util.py": UTIL,
+        "a/pkg/train.py": "import common\nfrom pkg.util import init_seeds\n\ninit_seeds(0)\n",
+        "b/pkg/__init__.py": "",
+        "b/pkg/util.py": "def init_seeds(seed=0):\n    return seed\n",
+        "b/pkg/train.py": "import common\nfrom pkg.util import init_seeds\n\ninit_seeds(0)\n",
+        "b/pkg/sub/__init__.py": "",
+        "b/pkg/sub/deep.py": "import common\nimport pkg.util\n\npkg.util.init_seeds(1)\n",
+        "pkg/other.py": "",
+        "common.py": "import torch\nimport pkg.util\n\n\ndef helper():\n    pkg.util.init_seeds(2)\n\n\nhelper()\n",
+        "run.py": "import common\n",
+    })  # fmt: skip
+    files = sorted(tmp_path.rglob("*.py"))
+    shared = _new_project(tmp_path, files)
+    texts = {}
+    for path in files:
+        texts[path] = _trace_text(shared, path)
+        assert texts[path] == _trace_text(_new_project(tmp_path, files), path), path
+    seeds = {path.relative_to(tmp_path).as_posix(): "Seed(" in text for path, text in texts.items()}
+    assert seeds["a/pkg/train.py"] and not seeds["b/pkg/train.py"] and not seeds["b/pkg/sub/deep.py"]
+    assert not seeds["run.py"]  # `pkg` of the root is the namespace folder, which holds no util
+
