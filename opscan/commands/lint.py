@@ -470,7 +470,10 @@ def _torch_lines(targets) -> list[str]:
 
 
 def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
-    """The imports that ran, found no project file and name no library lint knows or this Python has."""
+    """The imports that ran, found no project file and name no library lint knows or this Python has.
+
+    A dotted name is a module missing from a namespace package of the project (a folder
+    without `__init__.py`) that an import looked in (see EntryTrace.missing)."""
     import importlib.machinery
 
     from opscan.lint import engine
@@ -479,32 +482,52 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
     from opscan.lint.relevance import LIBRARIES
 
     known = LIBRARIES | {name.partition(".")[0] for name in MODELS}
+    root = os.path.realpath(cfg.root)
     lines = []
-    for package, (path, loc) in sorted(unresolved.items()):
-        if package in known or torch_free(package) or not package.isidentifier():
+    for name, (path, loc) in sorted(unresolved.items()):
+        package = name.partition(".")[0]
+        if package in known or torch_free(package) or not all(part.isidentifier() for part in name.split(".")):
             continue
         try:
-            if importlib.machinery.PathFinder.find_spec(package) is not None:
-                continue  # installed here: a library
+            spec = importlib.machinery.PathFinder.find_spec(package)
         except (ImportError, ValueError):
-            pass
-        hint = _folder_holding(cfg, package)
+            spec = None
+        if spec is not None and (spec.origin is not None or "." not in name or not _inside(spec.submodule_search_locations, root)):
+            # Installed here: a library. A regular package wins over the project's namespace folder,
+            # and an installed namespace portion may hold the module; the project's own folder (on
+            # sys.path as the working directory) does not count.
+            continue
+        hint = _folder_holding(cfg, name)
         where = f"{engine.display_path(path)}:{loc.line}"
-        lines.append(f"  {package} (imported at {where})" + (f": {hint} holds it; add that folder to `roots`" if hint else ""))
+        line = f"  {name} (imported at {where})"
+        if "." in name:
+            namespace, _, last = name.rpartition(".")
+            line += f": `{namespace}` is a folder without __init__.py that holds no `{last}`"
+            line += f"; {hint} holds it; add that folder to `roots`" if hint else ""
+        elif hint:
+            line += f": {hint} holds it; add that folder to `roots`"
+        lines.append(line)
     if lines:
         roots = ", ".join(engine.display_path(str(r)) for r in cfg.import_roots())
         lines.insert(0, f"imports that look like project modules but resolve to no file under the roots ({roots}) or the script's folder:")
     return lines
 
 
+def _inside(folders, root: str) -> bool:
+    """Whether every one of `folders` is `root` or below it."""
+    return all(os.path.realpath(f) == root or os.path.realpath(f).startswith(root.rstrip(os.sep) + os.sep) for f in folders or ())
+
+
 def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
-    """A folder below the root, up to `depth` levels down, that holds `package/` or `package.py`."""
+    """A folder below the root, up to `depth` levels down, that holds `package/` or `package.py`
+    (`a/b/` or `a/b.py` for "a.b")."""
     from opscan._path import Path
 
+    rel = package.replace(".", "/")
     pending = [(Path(cfg.root), 0)]
     while pending:
         folder, level = pending.pop(0)
-        if level and ((folder / package).is_dir() or (folder / f"{package}.py").is_file()):
+        if level and ((folder / rel).is_dir() or (folder / f"{rel}.py").is_file()):
             from opscan.lint import engine
 
             return engine.display_path(str(folder))

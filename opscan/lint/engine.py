@@ -192,6 +192,8 @@ class _EntryLinter:
             if self.unresolved is not None:
                 for package, where in trace.libraries.items():
                     self.unresolved.setdefault(package, where)
+                for module, where in trace.missing.items():  # dotted: found a namespace folder, not the module
+                    self.unresolved.setdefault(module, where)
             ctx = Context(trace, self.torch[path], self._versions(path))
             for rule in CHECKS:
                 if rule.RULE.code in self.enabled:

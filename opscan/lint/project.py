@@ -177,8 +177,18 @@ class EntryTrace(Plain):
         "numpy", a project package the roots miss), with where it was first imported."""
         if self._libraries is None:
             provides, search = self._walker.project._provides_to, self._walker.search
-            self._libraries = {p: where for p, where in _libs_of(self._root).items() if p and not provides(p, search)}
+            self._libraries = {p: where for p, where in _libs_of(self._root).items() if p and "." not in p and not provides(p, search)}
         return self._libraries
+
+    @property
+    def missing(self) -> dict[str, tuple[str, Loc]]:
+        """The modules that imports that run look for in a namespace package of the project (a
+        folder without `__init__.py`: `utils` of `from utils.seeding import x`) and find no file
+        for ("utils.seeding"), with where each was first imported. Python raises there, unless
+        an installed package of that name wins over the folder."""
+        if self._root is None:
+            return {}
+        return {p: where for p, where in _libs_of(self._root).items() if "." in p}
 
     def uncalled(self) -> list[TraceEvent]:
         """The events of the entry module's functions and methods that its run never calls (other
@@ -211,6 +221,8 @@ class Project:
         # by a script) is named in messages as that script imports it, whatever ran first.
         self._modules: dict[tuple[str, str], Module] = {}
         self._found: dict[tuple[str, tuple[str, ...]], Module | None] = {}
+        # Of the names found nowhere, those whose parent is a namespace package: the part missing from it.
+        self._missing: dict[tuple[str, tuple[str, ...]], str] = {}
         # Each with the first parts of the dotted names it looked up (see _Record.heads).
         self._resolved: dict[tuple[str, str, str], tuple[object, set[str]]] = {}
         self._resolved_in: dict[tuple[tuple[str, str, str], tuple[str, ...]], tuple[object, set[str]]] = {}  # one search path's
@@ -418,6 +430,7 @@ class Project:
             self._any_facts.clear()
             self._modules.clear()
             self._found.clear()
+            self._missing.clear()
             self._resolved.clear()
             self._resolved_in.clear()
             self._records.clear()
@@ -482,6 +495,14 @@ class Project:
             found = self._found[key] = self._find_module(dotted, key)
         return found
 
+    def missing_module(self, dotted: str, search: tuple[str, ...]) -> str | None:
+        """For a name find_module found nowhere: the module missing from a namespace package on the
+        way (`ns.sub` of `ns.sub.x`, where `ns` is a folder without `__init__.py` and holds no `sub`)."""
+        if not self._missing:
+            return None
+        key = (dotted, search if dotted.partition(".")[0] in self._search_names[search[0]] else self._root_texts)
+        return self._missing.get(key)
+
     def _find_module(self, dotted: str, key: tuple[str, tuple[str, ...]]) -> Module | None:
         if not all(part.isidentifier() for part in dotted.split(".")):
             return None
@@ -493,7 +514,11 @@ class Project:
         # `os.py` returns the loaded module.
         if head in sys.builtin_module_names or head in _LOADED_AT_START_UP:
             return None
-        found = self._locate(dotted, key[1])[0] or self._find_anywhere(dotted, key[1])
+        found, missing = self._locate(dotted, key[1])
+        if found is None:
+            found = self._find_anywhere(dotted, key[1])
+            if found is None and missing is not None:
+                self._missing[key] = missing
         return self.module_at(Path(found), dotted) if found is not None else None
 
     def _locate(self, dotted: str, search: tuple[str, ...]) -> tuple[str | None, str | None]:
@@ -825,8 +850,9 @@ def _entered_below(top: _Record) -> set[tuple[str, str]]:
 
 
 def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:
-    """The packages a record's imports found no project file for, each with where it first ran
-    (in execution order, inside records too), kept on the record: records are shared."""
+    """The packages a record's imports found no project file for, and the modules missing from a
+    namespace package of the project (dotted), each with where it first ran (in execution order,
+    inside records too), kept on the record: records are shared."""
     if rec.libs is None:
         out: dict[str, tuple[str, Loc]] = {}
         for op in rec.ops:
@@ -938,6 +964,9 @@ class _Walker:
                         targets = []
                     if dotted.partition(".")[0]:
                         emit((_LIB, dotted.partition(".")[0], (path, ev.loc)))
+                        missing = self.project.missing_module(dotted, search)
+                        if missing is not None:  # kept apart from the packages by its dot (see EntryTrace.missing)
+                            emit((_LIB, missing, (path, ev.loc)))
                 if targets:
                     emit((_LOAD, tuple(targets)))
                 continue

@@ -6,8 +6,8 @@ inside a package also finds its own package from the folder above the topmost
 `__init__.py` (its package root, where it is run from or installed). The
 fixtures `project_checkout_named_like_package`, `project_package_over_namespace_folder`
 and `project_namespace_package` hold the layouts linted from inside the project;
-here, what a fixture cannot say: the same tree linted from other folders, and
-that entries of different package roots share no wrong walk.
+here, what a fixture cannot say: the same tree linted from other folders, what
+`-v` lists, and that entries of different package roots share no wrong walk.
 """
 
 from __future__ import annotations
@@ -60,6 +60,29 @@ def test_a_checkout_named_like_its_package_lints_the_same_from_any_folder(tmp_pa
         rc, out, err = _lint(folder, capsys, *args)
         assert _findings(out) == [f"{shown}:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` after seeding"], (folder, args)
         assert rc == 1 and "resolve to no file" not in err, (folder, args, err)
+
+
+def test_verbose_lists_a_module_a_namespace_folder_lacks(tmp_path, capsys):
+    # `utils/` (no __init__.py) is what `utils` imports; it holds no `seeding`, so the import fails,
+    # where it used to pass silently as the project's own package.
+    _write(tmp_path, {
+        "utils/notes.py": "",
+        "lib/utils/__init__.py": "",
+        "lib/utils/seeding.py": "import torch\n\n\ndef seed_all(s):\n    torch.manual_seed(s)\n",
+        "train.py": "import torch\nfrom utils.seeding import seed_all\n\nseed_all(0)\n",
+    })  # fmt: skip
+    _, _, err = _lint(tmp_path, capsys, "-v", "train.py")
+    listed = [line for line in err.splitlines() if line.startswith("opscan:   ")]
+    assert listed == [
+        (
+            "opscan:   utils.seeding (imported at train.py:2): `utils` is a folder without __init__.py that holds no `seeding`;"
+            " lib holds it; add that folder to `roots`"
+        )
+    ]
+    # A namespace package imported whole, or a module it holds, is no miss.
+    (tmp_path / "train.py").write_text("import torch\nimport utils\nimport utils.notes\n")
+    _, _, err = _lint(tmp_path, capsys, "-v", "train.py")
+    assert "resolve to no file" not in err
 
 
 def test_a_regular_package_in_the_scripts_folder_wins_over_a_namespace_folder_in_a_root(tmp_path, capsys):
