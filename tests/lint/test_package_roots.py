@@ -125,3 +125,12 @@ def test_entries_of_different_package_roots_share_no_wrong_walk(tmp_path):
     assert seeds["a/pkg/train.py"] and not seeds["b/pkg/train.py"] and not seeds["b/pkg/sub/deep.py"]
     assert not seeds["run.py"]  # `pkg` of the root is the namespace folder, which holds no util
 
+
+def test_the_folders_that_decide_a_package_root_are_what_a_run_depended_on(tmp_path):
+    # The run cache (opscan.lint.runcache) replays a run only while every folder in looked_at is
+    # unchanged: an `__init__.py` added or removed anywhere up the chain moves the package root.
+    _write(tmp_path, {"a/b/__init__.py": "", "a/b/c/__init__.py": "", "a/b/c/mod.py": "x = 1\n"})
+    entry = tmp_path / "a" / "b" / "c" / "mod.py"
+    project = _new_project(tmp_path / "a", [entry])  # the root is the package root: no lookup but the walk up lists a/b
+    project.trace(project.entry_module(entry))
+    assert {str(tmp_path / "a" / "b" / "c"), str(tmp_path / "a" / "b"), str(tmp_path / "a")} <= project.looked_at

@@ -151,3 +151,24 @@ def test_progress_and_replay_never_mix(tmp_path):
 
     assert not runcache.eligible(["--stdin-filename", "x.py"]) and not runcache.eligible(["-"])
     assert runcache.eligible(["--select", "DET001", "."])
+
+
+def test_a_package_root_that_changes_is_linted_afresh(tmp_path):
+    # checkout/pkg/train.py finds `pkg` from its package root checkout/ (no __init__.py), which only the
+    # walk up the package's folders lists: no other lookup, and no discovery (one file is linted), reads
+    # it. An __init__.py there moves the package root up to the project, where `pkg` is found nowhere.
+    project = tmp_path / "project"
+    package = project / "checkout" / "pkg"
+    package.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.opscan]\n")
+    (package / "__init__.py").write_text("")
+    (package / "util.py").write_text("import torch\n\n\ndef init_seeds():\n    torch.manual_seed(0)\n")
+    (package / "train.py").write_text("import torch\n\nfrom pkg.util import init_seeds\n\ninit_seeds()\n")
+    _age(*package.iterdir(), package, package.parent, project / "pyproject.toml", project)
+    first = _warm(project, "checkout/pkg/train.py")
+    assert "checkout/pkg/train.py:5:1: DET001" in first.stdout
+    (project / "checkout" / "__init__.py").write_text("")
+    replayed, proc = _replayed(project, "checkout/pkg/train.py")
+    assert not replayed
+    assert "DET001" not in proc.stdout
+    assert proc.stdout == _lint(project, "--no-cache", "checkout/pkg/train.py").stdout
