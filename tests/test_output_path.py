@@ -175,7 +175,6 @@ BOOM = MODEL + '\n\ndef boom():\n    raise RuntimeError("boom")\n'
         ("compare", "missing.jsonl", "b.jsonl"),
         ("compare", "--ranks", "a.jsonl"),
         ("scan", "m.py:boom", "--device", "cpu"),
-        ("scan", "m.py:build", "--input-shape", "2,3", "--device", "cpu"),
         ("diff", "m.py:boom", "--device", "cpu", "--same-process"),
     ],
     ids=" ".join,
