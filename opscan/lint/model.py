@@ -279,7 +279,7 @@ class Edit(Frozen):
     __slots__ = ()
     # The fixer plans a file's edits by `order`, then by position: edits in place first
     # (0-2), then statements moved or inserted at the top of the module (3-4), then the
-    # insertion after seeding (5), which may add `import torch` below that top group.
+    # insertion of DET001's call where seeding runs (5), which may add `import torch` below that top group.
     order = 0
 
     def plan(self, planner: Planner, finding: Finding) -> bool:

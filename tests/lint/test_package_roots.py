@@ -58,7 +58,7 @@ def test_a_checkout_named_like_its_package_lints_the_same_from_any_folder(tmp_pa
     ]
     for folder, args, shown in runs:
         rc, out, err = _lint(folder, capsys, *args)
-        assert _findings(out) == [f"{shown}:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` after seeding"], (folder, args)
+        assert _findings(out) == [f"{shown}:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` before calling it"], (folder, args)
         assert rc == 1 and "resolve to no file" not in err, (folder, args, err)
 
 
@@ -95,7 +95,7 @@ def test_a_regular_package_in_the_scripts_folder_wins_over_a_namespace_folder_in
         "scripts/train.py": TRAIN,
     })  # fmt: skip
     _, out, _ = _lint(tmp_path, capsys, "scripts/train.py")
-    assert _findings(out) == [f"scripts/train.py:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` after seeding"]
+    assert _findings(out) == [f"scripts/train.py:4:1: {MESSAGE}; call `torch.use_deterministic_algorithms(True)` before calling it"]
 
 
 def test_entries_of_different_package_roots_share_no_wrong_walk(tmp_path):

@@ -55,9 +55,18 @@ passes `deterministic=True` to Lightning's `Trainer(...)` (which also sets
 CUBLAS_WORKSPACE_CONFIG and turns cuDNN benchmarking off),
 `full_determinism=True` to the `TrainingArguments(...)` a transformers
 `Trainer` gets, or `deterministic=True` to accelerate's `set_seed(...)`.
-Otherwise inserts `torch.use_deterministic_algorithms(True)` after the last
-seeding statement of the block (after the helper call when a project helper
-seeds). Safe.
+Otherwise inserts `torch.use_deterministic_algorithms(True)` after the
+seeding statement (and the seeding statements that follow it in the block,
+up to a call of a project helper that seeds, or a branch or loop that seeds
+and does more); before it where it calls a project helper that seeds, since
+the helper may go on to do the work. Seeding in one branch stays
+conditional: after `if args.seed is not None: torch.manual_seed(args.seed)`
+the call goes in that branch, so runs without a seed are left as they were.
+Where other branches of the `if`, `try` or `match` around it seed too, the
+call goes before that statement instead, so that every path that seeds gets
+it (and before the next one out, where the same holds); a loop keeps it in
+its body. The `__main__` block counts as a scope of its own (above it, the
+call would run on import), and a `try` that imports torch is not left. Safe.
 
 The transformers and accelerate keywords exist from transformers 4.19.0 and
 accelerate 0.29.0 on (older releases raise `TypeError`), so they are used only
@@ -74,7 +83,7 @@ from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.context import Context, how
 from opscan.lint.idiom import route
-from opscan.lint.model import Cudnn, Edit
+from opscan.lint.model import Cudnn, Edit, Import, Loc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,12 +106,161 @@ def check(ctx: Context) -> None:
     if idiom is not None and idiom.since is None:  # the framework's own switch: Trainer(deterministic=True), ...
         advice, fix = idiom.advice, Fix(idiom.fix_description(), "safe", idiom.edit())
     else:
-        seed_lines = tuple(sorted({e.anchor[1].line for e in ctx.seeds if e.anchor[0] == path}))
-        advice = "call `torch.use_deterministic_algorithms(True)` after seeding"
+        imports = _import_locs(ctx)
+        here = [(e.anchor[1], bool(e.helper) and e.anchor[1] not in imports) for e in ctx.seeds if e.anchor[0] == path]
+        seed_lines = tuple(sorted({at.line for at, helper in here if not helper}))
+        helper_lines = tuple(sorted({at.line for at, helper in here if helper}))
+        before = bool(first.helper) and loc not in imports
+        edit = EnableDeterminism(seed_lines, helper_lines, before=before)
+        branch = _branch_that_seeds(ctx, loc, {at.line for at, _ in here})
+        if branch:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
+            advice = f"call `torch.use_deterministic_algorithms(True)` before the `{branch}` around it"
+            where = f"before the `{branch}` around it, where another branch seeds too"
+        elif before:
+            advice, where = "call `torch.use_deterministic_algorithms(True)` before calling it", f"before calling `{first.helper}`"
+        else:
+            advice, where = "call `torch.use_deterministic_algorithms(True)` after seeding", "after seeding"
         if idiom is not None:  # the project may be on a release without the switch
             advice += idiom.alternative()
-        fix = Fix("Insert `torch.use_deterministic_algorithms(True)` after seeding", "safe", EnableDeterminism(seed_lines))
+        fix = Fix(f"Insert `torch.use_deterministic_algorithms(True)` {where}", "safe", edit)
     ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{note}; {advice}", fix)
+
+
+def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> str | None:
+    """"if", "try" or "match": the statement around `loc` whose other branches seed too, which the fix goes before.
+
+    What `_shared_branch` decides on the syntax tree at fix time, read here with
+    `ast` from the entry's source, where the rule has only the trace's locations
+    (and only where another seeding call of the file runs in the same function,
+    or at module level: else no branch can hold one).
+    """
+    import ast
+
+    facts = ctx.trace.entry.facts
+    scope = _scope_of(facts, loc)
+    others = [line for line in lines if line != loc.line and _scope_of(facts, Loc(line, 1, line, 1)) == scope]
+    if not others:
+        return None
+    # Two branches of one statement are parted by an `else`, `elif`, `except`, `finally` or `case` line:
+    # without one between the seeds (random, numpy and torch seeded in a row), no parse is needed.
+    text = facts.lines if facts.lines is not None else _read_lines(facts.path)
+    first, last = min(loc.line, *others), max(loc.line, *others)
+    if not any(line.lstrip().startswith(_BRANCH_WORDS) for line in text[first : last]):
+        return None
+    try:
+        if facts.lines:
+            tree = ast.parse("\n".join(facts.lines))
+        else:
+            with open(facts.path, "rb") as fh:
+                tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    chain: list = []  # the statements that hold `loc`, outermost first
+    body = tree.body
+    while True:
+        stmt = next((s for s in body if s.lineno <= loc.line <= (s.end_lineno or s.lineno)), None)
+        if stmt is None:
+            break
+        chain.append(stmt)
+        body = [s for suite in _ast_suites(stmt) for s in suite]
+    tries = (ast.Try, getattr(ast, "TryStar", ast.Try))
+    for i in range(len(chain) - 2, -1, -1):  # innermost first; the last is the seeding statement itself
+        stmt = chain[i]
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        if isinstance(stmt, ast.If) and i == 0 and _main_guard(stmt.test):
+            return None
+        if not isinstance(stmt, (ast.If, ast.Match, *tries)) or _is_elif(chain[i - 1] if i else None, stmt):
+            continue  # a loop, a `with`; an `elif`, a branch of the `if` that holds it
+        if sum(any(_runs_line(s, lines) for s in suite) for suite in _ast_branches(stmt)) < 2:
+            return None
+        if any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torch" for a in n.names) for n in ast.walk(stmt)):
+            return None  # `try: import torch ...`: the call stays where torch is bound
+        return "if" if isinstance(stmt, ast.If) else "match" if isinstance(stmt, ast.Match) else "try"
+    return None
+
+
+_BRANCH_WORDS = ("else", "elif", "except", "finally", "case")
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return []
+
+
+def _is_elif(parent, stmt) -> bool:
+    import ast
+
+    return isinstance(parent, ast.If) and parent.orelse == [stmt] and stmt.col_offset == parent.col_offset
+
+
+def _ast_suites(stmt) -> list:
+    """The statement lists a compound statement holds (an `elif` is the `if` in its `orelse`)."""
+    import ast
+
+    if isinstance(stmt, ast.Match):
+        return [case.body for case in stmt.cases]
+    suites = [getattr(stmt, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, name, None), list)]
+    return suites + [h.body for h in getattr(stmt, "handlers", ())]
+
+
+def _ast_branches(stmt) -> list:
+    """As `_branches`, on `ast`: an `if`'s bodies (of its `elif`s and `else` too), a `match`'s cases, a `try`'s parts."""
+    import ast
+
+    if isinstance(stmt, ast.If):
+        suites = [stmt.body]
+        while len(stmt.orelse) == 1 and _is_elif(stmt, stmt.orelse[0]):
+            stmt = stmt.orelse[0]
+            suites.append(stmt.body)
+        return [*suites, stmt.orelse] if stmt.orelse else suites
+    if isinstance(stmt, ast.Match):
+        return [case.body for case in stmt.cases]
+    return [stmt.body, *(h.body for h in stmt.handlers), *(part for part in (stmt.orelse, stmt.finalbody) if part)]
+
+
+def _runs_line(stmt, lines: set[int]) -> bool:
+    """Does `stmt` hold a statement on one of `lines`, not in a def or class it defines?"""
+    import ast
+
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return False
+    if not any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in lines):
+        return False
+    inner = [s for suite in _ast_suites(stmt) for s in suite] if not isinstance(stmt, ast.Lambda) else []
+    if not inner or any(line == stmt.lineno for line in lines):
+        return True  # a simple statement, or a seed in a compound statement's header
+    return any(_runs_line(s, lines) for s in inner)
+
+
+def _main_guard(test) -> bool:
+    """`__name__ == "__main__"` in either order."""
+    import ast
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.dump(test.left), ast.dump(test.comparators[0])}
+    return sides == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
+
+
+def _scope_of(facts, loc) -> str | None:
+    """The innermost function or method of the module that holds `loc`, by qualified name; None: the module."""
+    best = None
+    for fn in facts.functions.values():
+        at = fn.loc
+        if at.line <= loc.line <= at.end_line and (best is None or at.line >= best.loc.line):
+            best = fn
+    return best.qualname if best is not None else None
+
+
+def _import_locs(ctx: Context) -> set:
+    """Where the entry file imports: a project module that seeds on import is no helper call to put the fix before."""
+    facts = ctx.trace.entry.facts
+    events = [*facts.body, *(e for f in facts.functions.values() for e in f.events)]
+    return {e.loc for e in events if e.what.__class__ is Import}
 
 
 # -- the fix ------------------------------------------------------------------------
@@ -110,63 +268,205 @@ def check(ctx: Context) -> None:
 
 
 class EnableDeterminism(Edit):
-    """Insert `torch.use_deterministic_algorithms(True)` after the last statement of the block that seeds."""
+    """Insert `torch.use_deterministic_algorithms(True)` where every path that seeds runs it before the work.
 
-    _fields = ("seed_lines",)
+    After the statement that seeds (and the seeding statements that follow it
+    in the block); before it where it calls a project helper, which may do the
+    work too. Where other branches of an `if`, `try` or `match` around it seed
+    too, before that statement (`_shared_branch`).
+    """
+
+    _fields = ("seed_lines", "helper_lines", "before")
     __slots__ = _fields
     order = 5  # last: it may add `import torch` below what the fixes put at the top
 
-    def __init__(self, seed_lines: tuple[int, ...]):
-        self.seed_lines = seed_lines  # the lines, in the file fixed, of its calls that seed (or reach a seeding helper)
+    def __init__(self, seed_lines: tuple[int, ...], helper_lines: tuple[int, ...] = (), before: bool = False):
+        self.seed_lines = seed_lines  # the lines, in the file fixed, of its calls that seed themselves
+        self.helper_lines = helper_lines  # ... and of its calls of project helpers that seed (and may do the work)
+        self.before = before  # the finding's own statement calls such a helper
 
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
 
-        from opscan.lint.fix.nodes import EXITS, statement
+        from opscan.lint.fix.nodes import EXITS, is_import_block, statement
 
         start, end = planner.span(finding)
-        seed_lines = set(self.seed_lines)
         small = planner.innermost(cst.BaseSmallStatement, start, end)
-        if small is not None and isinstance(planner.parent.get(small), cst.SimpleStatementSuite):
-            return _enable_in_suite(planner, small, seed_lines)
         stmt = planner.parent.get(small) if small is not None else planner.innermost(cst.BaseCompoundStatement, start, end)
-        block = planner.parent.get(stmt)
-        if stmt is None or not isinstance(block, (cst.Module, cst.IndentedBlock)):
+        if stmt is None:
             return False
+        outer = _shared_branch(planner, stmt, {*self.seed_lines, *self.helper_lines})
+        if outer is not None:
+            new = statement(f"{_determinism_callee(planner, outer, before=True)}(True)")
+            return _insert_before(planner, outer, new)
+        if isinstance(stmt, cst.SimpleStatementSuite):
+            return _enable_in_suite(planner, small, set(self.seed_lines), self.before)
+        block = planner.parent.get(stmt)
+        if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+            return False
+        if self.before:  # `evaluate(data)`, a helper that seeds and runs the evaluation
+            new = statement(f"{_determinism_callee(planner, stmt, before=True)}(True)")
+            return _insert_before(planner, stmt, new)
         siblings = list(block.body)
         last = stmt
         for sibling in siblings[siblings.index(stmt) + 1 :]:
-            if _holds_seed(planner, sibling, seed_lines):
+            step = _seeding(planner, sibling, set(self.seed_lines), set(self.helper_lines))
+            if step == "work":
+                break  # a helper that seeds, or a branch or loop that seeds and works: not after it
+            if step == "seed":
                 last = sibling
         new = statement(f"{_determinism_callee(planner, last)}(True)")
         if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], EXITS):
             planner.edits.insert_before.setdefault(last, []).append(new)  # `return seed_everything(0)`
         else:
+            if is_import_block(last):  # `import seeding` seeds on import: a blank line ends the imports, as isort wants
+                new = new.with_changes(leading_lines=[cst.EmptyLine()])
             planner.edits.insert_after.setdefault(last, []).append(new)
         return True
 
 
-def _enable_in_suite(planner: Planner, small, seed_lines: set[int]) -> bool:
-    """`if args.seed: torch.manual_seed(s)`: add to the same one-line suite."""
+def _shared_branch(planner: Planner, node, lines: set[int]):
+    """The `if`, `try` or `match` before which the call goes so that the other paths that seed get it too, if any.
+
+    Seeding in one branch only is conditional (`if args.seed is not None:
+    torch.manual_seed(args.seed)`): the call stays with it, and a run that does
+    not seed is left as it is. Where a statement of the scope holds `node` and
+    seeds (a call on one of `lines`) in another of its branches too (if, elif
+    and else bodies; match cases; try body, handlers, else and finally), the
+    call goes before it instead, and before the next one out that does the
+    same. A loop is passed through, never chosen: the call in its body runs on
+    every iteration that seeds. The scope is the function or class, else the
+    module; the module's `__main__` block counts as one (above it, the call
+    would run on import); a statement that imports torch is not left (above
+    it, torch is not bound).
+    """
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import SCOPES, is_main_guard
+
+    found = None
+    for anc in planner.ancestors(node):
+        if isinstance(anc, (*SCOPES, cst.Module)):
+            break
+        parent = planner.parent.get(anc)
+        if isinstance(anc, cst.If) and parent is planner.module and is_main_guard(anc.test):
+            break
+        if not isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.Match)) or not isinstance(parent, (cst.Module, cst.IndentedBlock)):
+            continue  # an `elif` is held by its `if`; a loop, a `with`
+        if sum(_suite_holds(planner, suite, lines) for suite in _branches(anc)) < 2:
+            break  # the only branch that seeds: a run that takes another does not seed here
+        if _torch_name(planner, anc, planner.range(anc)[0][0]) is None and any(
+            _torch_binding(imp) for _, imp in _imports_in([anc])
+        ):
+            break  # `try: import torch ...`: keep the call where torch is bound
+        found = anc
+    return found
+
+
+def _branches(stmt) -> list:
+    """The suites of an `if` (its `elif` and `else` ones too), a `try` or a `match`: one runs, or each in turn."""
+    import libcst as cst
+
+    if isinstance(stmt, cst.If):
+        suites = [stmt.body]
+        rest = stmt.orelse
+        while isinstance(rest, cst.If):
+            suites.append(rest.body)
+            rest = rest.orelse
+        return [*suites, rest.body] if rest is not None else suites
+    if isinstance(stmt, cst.Match):
+        return [case.body for case in stmt.cases]
+    extra = [part.body for part in (stmt.orelse, stmt.finalbody) if part is not None]
+    return [stmt.body, *(handler.body for handler in stmt.handlers), *extra]
+
+
+def _suite_holds(planner: Planner, suite, lines: set[int]) -> bool:
+    """Does this suite run a call on one of `lines` (not in a def or class it defines)?"""
+    import libcst as cst
+
+    if isinstance(suite, cst.SimpleStatementSuite):  # `else: torch.manual_seed(0)`
+        (first, _), (last, _) = planner.range(suite)
+        return any(first <= line <= last for line in lines)
+    return any(_holds_line(planner, stmt, lines) for stmt in suite.body)
+
+
+def _insert_before(planner: Planner, stmt, new) -> bool:
+    """Insert `new` before `stmt`, which keeps the comment lines right above it; `new` takes the blank lines.
+
+    Where the statements other fixes put at the top of the module land before
+    `stmt` too, they take its blank lines (after a docstring), and `new`
+    follows them after a blank line of its own.
+    """
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import attached_comments
+
+    if planner.parent.get(stmt) is planner.module:
+        i = planner.body.index(stmt)
+        edits = planner.edits
+        if (edits.top and i == planner.top_at) or (edits.top_imports and i == planner.imports_end):
+            planner.edits.insert_before.setdefault(stmt, []).append(new.with_changes(leading_lines=[cst.EmptyLine()]))
+            return True
+    leading = list(stmt.leading_lines)
+    attached = attached_comments(stmt)
+    blank = leading[: len(leading) - len(attached)]
+    if blank and stmt not in planner.edits.replace and stmt not in planner.claimed:
+        planner.claim(stmt)
+        new = new.with_changes(leading_lines=blank)
+        planner.edits.replace[stmt] = lambda updated: updated.with_changes(leading_lines=attached)
+    planner.edits.insert_before.setdefault(stmt, []).append(new)
+    return True
+
+
+def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool) -> bool:
+    """`def seed(): torch.manual_seed(0)`: add to the same one-line suite."""
     import libcst as cst
 
     from opscan.lint.fix.nodes import EXITS
 
     suite = planner.parent[small]
     last = small
-    for other in suite.body[list(suite.body).index(small) + 1 :]:
-        if planner.range(other)[0][0] in seed_lines:
-            last = other
+    if not before:
+        for other in suite.body[list(suite.body).index(small) + 1 :]:
+            if planner.range(other)[0][0] in seed_lines:
+                last = other
     new = cst.Expr(cst.parse_expression(f"{_determinism_callee(planner, suite)}(True)"))
-    if isinstance(last, EXITS):
+    if before or isinstance(last, EXITS):
         planner.edits.insert_before.setdefault(last, []).append(new)
     else:
         planner.edits.insert_after.setdefault(last, []).append(new)
     return True
 
 
-def _holds_seed(planner: Planner, stmt, seed_lines: set[int]) -> bool:
-    """Does this statement run a seeding call itself (not in a def or class it defines)?"""
+def _seeding(planner: Planner, stmt, seed_lines: set[int], helper_lines: set[int]) -> str | None:
+    """Whether a statement after the seeding one seeds ("seed"), seeds and may work too ("work"), or neither.
+
+    A call of a project helper that seeds may work; so may a branch or loop
+    that seeds, unless all it holds seeds (`if torch.cuda.is_available():
+    torch.cuda.manual_seed_all(0)`). The call goes before such a statement.
+    """
+    import libcst as cst
+
+    from opscan.lint.fix.nodes import collect_statements
+
+    if _holds_line(planner, stmt, helper_lines):
+        return "work"
+    if not _holds_line(planner, stmt, seed_lines):
+        return None
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return "seed"
+    inner: list = []
+    collect_statements(stmt, inner)
+    for s in inner:
+        if not isinstance(s, cst.SimpleStatementLine):
+            return "work"
+        if not _holds_line(planner, s, seed_lines) and not all(isinstance(x, cst.Pass) for x in s.body):
+            return "work"
+    return "seed"
+
+
+def _holds_line(planner: Planner, stmt, lines: set[int]) -> bool:
+    """Does this statement run a call on one of `lines` itself (not in a def or class it defines)?"""
     import libcst as cst
 
     from opscan.lint.fix.nodes import SCOPES
@@ -174,7 +474,7 @@ def _holds_seed(planner: Planner, stmt, seed_lines: set[int]) -> bool:
     if isinstance(stmt, SCOPES):
         return False
     (first, _), (last, _) = planner.range(stmt)
-    for line in seed_lines:
+    for line in lines:
         if not first <= line <= last:
             continue
         text = planner.lines[line - 1]
@@ -188,8 +488,18 @@ def _holds_seed(planner: Planner, stmt, seed_lines: set[int]) -> bool:
     return False
 
 
-def _determinism_callee(planner: Planner, at) -> str:
-    """How to name `torch.use_deterministic_algorithms` where `at` runs; adds `import torch` if needed.
+def _determinism_callee(planner: Planner, at, before: bool = False) -> str:
+    """How to name `torch.use_deterministic_algorithms` after (`before`: before) `at`; adds `import torch` if needed."""
+    line = planner.range(at)[0][0] if before else planner.range(at)[1][0]
+    name = _torch_name(planner, at, line)
+    if name:
+        return name
+    planner.ensure_torch_import(at)
+    return "torch.use_deterministic_algorithms"
+
+
+def _torch_name(planner: Planner, at, insert_line: int) -> str | None:
+    """How an import already binds `torch.use_deterministic_algorithms` for a call inserted on `insert_line` near `at`.
 
     An import in an enclosing function, or at module level, that binds torch
     (`import torch`, `import torch as T`, `import torch.nn`,
@@ -198,7 +508,6 @@ def _determinism_callee(planner: Planner, at) -> str:
     """
     import libcst as cst
 
-    insert_line = planner.range(at)[1][0]
     functions = [a for a in planner.ancestors(at) if isinstance(a, cst.FunctionDef)]
     for scope in [*functions, planner.module]:
         body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
@@ -212,8 +521,7 @@ def _determinism_callee(planner: Planner, at) -> str:
                 found = name
         if found:
             return found
-    planner.ensure_torch_import(at)
-    return "torch.use_deterministic_algorithms"
+    return None
 
 
 def _import_line(planner: Planner, holder, imp) -> int:
