@@ -8,7 +8,8 @@ from opscan._plain import cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import Call, CudaWork, Determinism, EnvRead, EnvWrite, Import, Seed
+from opscan.lint.model import Call, CudaWork, Determinism, EnvRead, EnvWrite, Import, Imported, Seed
+from opscan.lint.modelled import BACKENDS, helper
 from opscan.lint.project import EntryTrace, TraceEvent
 
 TYPE_CHECKING = False
@@ -61,7 +62,19 @@ class Context:
 
     @cached_property
     def seeds(self) -> list[TraceEvent]:
-        return self.of(Seed)
+        """The seeding events; a helper that seeds torch only under a backend (keras') seeds it only
+        where the run puts that library on torch (`backends_on_torch`)."""
+        seeds = self.of(Seed)
+        out = []
+        for event in seeds:
+            entry = helper(event.api) if event.api else None
+            if entry is not None and entry.backend is not None and entry.backend not in self.backends_on_torch:
+                libs = tuple(lib for lib in event.what.libs if not lib.startswith("torch"))
+                if not libs:
+                    continue
+                event = TraceEvent(Seed(libs), event.path, event.loc, event.via, event.api, event.worker)
+            out.append(event)
+        return out
 
     @cached_property
     def seeded_libs(self) -> set[str]:
@@ -134,15 +147,41 @@ class Context:
         return {id(e): i for i, e in enumerate(self.trace.effects)}
 
     @cached_property
+    def backends_on_torch(self) -> frozenset[str]:
+        """The libraries of `frameworks.BACKENDS` (keras) that this run puts on torch: it sets their
+        variable (KERAS_BACKEND) to torch's value before its first import of them runs.
+
+        Anything else is not known to run torch, and is taken not to: the variable set to another
+        backend, to a computed value, after the import, only through `os.putenv` (which leaves
+        `os.environ`, where keras looks, as it was), or not at all (the library's default, its
+        config file or the launcher's environment decide, which lint cannot see).
+        """
+        env: dict[str, object] = {}
+        decided: dict[str, bool] = {}
+        for event in self.trace.effects:  # in execution order
+            what = event.what
+            if what.__class__ is EnvWrite:
+                if event.api != "os.putenv":
+                    env[what.var] = what.value
+            elif what.__class__ is Imported and what.package not in decided:
+                var, torch = BACKENDS[what.package]
+                value = env.get(var)
+                decided[what.package] = isinstance(value, str) and value == torch
+        return frozenset(p for p, on in decided.items() if on)
+
+    @cached_property
     def uses_torch(self) -> bool:
-        """Whether the code may run torch: it imports something other than the standard library and
-        TORCH_FREE, in what runs or in any function of the script (uncalled ones may be entry points)."""
+        """Whether the code may run torch: it imports something other than the standard library,
+        TORCH_FREE and a library of BACKENDS the run does not put on torch, in what runs or in any
+        function of the script (uncalled ones may be entry points)."""
         packages = set(self.trace.libraries)
         for func in self.trace.entry.facts.functions.values():
             for event in func.events:
                 if event.what.__class__ is Import:
                     packages.update(m.partition(".")[0] for m in event.what.modules)
-        return any(p and not torch_free(p) for p in packages)
+        return any(
+            p and not torch_free(p) and (p not in BACKENDS or p in self.backends_on_torch) for p in packages
+        )
 
     @cached_property
     def cublas_checked(self) -> tuple[str, ...]:

@@ -183,7 +183,7 @@ class Helper(Frozen):
     function of the call's arguments for the few that do not fit.
     """
 
-    _fields = ("names", "source", "params", "effects", "idiom", "strict", "benchmark")
+    _fields = ("names", "source", "params", "effects", "idiom", "strict", "benchmark", "backend")
     _compared = ("names",)
     __slots__ = _fields
 
@@ -196,6 +196,7 @@ class Helper(Frozen):
         idiom: Idiom | None = None,
         strict: Strict | None = None,
         benchmark: str | None = None,
+        backend: str | None = None,
     ):
         self.names = names
         self.source = source
@@ -204,6 +205,9 @@ class Helper(Frozen):
         self.idiom = idiom
         self.strict = strict
         self.benchmark = benchmark  # the keyword argument that sets cudnn.benchmark, if any
+        # A library of BACKENDS: what the helper does to torch ("torch" in its Seed) it does only
+        # where that library runs on torch (Context.backends_on_torch).
+        self.backend = backend
 
     def position(self, name: str) -> int | None:
         """The position a parameter may be passed at, None for a keyword-only or unknown one."""
@@ -553,6 +557,21 @@ _COMPOSER_DETERMINISTIC_MODE = (
     EnvWrite(CUBLAS, ":4096:8"),
 )
 
+# -- Keras 3 ------------------------------------------------------------------------
+# Read: keras 3.15.1 wheel. keras/src/backend/config.py picks the backend once, when keras is first
+# imported: "tensorflow" by default (`_BACKEND = "tensorflow"`), else the "backend" of keras.json (in
+# KERAS_HOME or ~/.keras), else `os.environ["KERAS_BACKEND"]` where it is set and not empty.
+# keras/src/backend/__init__.py imports torch only `if backend() == "torch"`, and
+# keras/src/utils/rng_utils.py's set_random_seed calls torch.manual_seed only `if backend.backend() ==
+# "torch"` (random and numpy always, tf.random.set_seed where TensorFlow is installed). An older
+# keras-team/keras@77d1b35f2735ba2446a1c89fb14834ee92160251 rng_utils.py has the same condition.
+
+BACKENDS: dict[str, tuple[str, str]] = {"keras": ("KERAS_BACKEND", "torch")}
+"""Libraries that run torch only under one of their backends, which they choose when first imported:
+package -> (the `os.environ` variable that chooses it, its value for torch). Lint takes such a library
+to run torch only where the script sets the variable to that value before it first imports it; with
+another value, a computed one, or none (a default, a config file or the shell decides), it does not."""
+
 # -- the catalogue --------------------------------------------------------------------
 # One entry per helper. `source` names what was read: a PyPI release's wheel, or a repository
 # file at a commit where the package is not on PyPI. Seeding order is the helper's own.
@@ -810,10 +829,12 @@ HELPERS: tuple[Helper, ...] = (
     Helper(
         ("keras.utils.set_random_seed", "keras.src.utils.rng_utils.set_random_seed"),
         "keras 3.15.1 wheel: keras/src/utils/rng_utils.py (set_random_seed(seed): ValueError unless an int; "
-        "random, numpy, tf.random where TensorFlow is installed, torch.manual_seed under the torch backend, "
-        "which a script linted for torch is taken to use; no flag)",
+        "random, numpy, tf.random where TensorFlow is installed, torch.manual_seed only `if backend.backend() == "
+        '"torch"`; no flag), keras/src/backend/config.py (the backend: "tensorflow", else keras.json, else '
+        "KERAS_BACKEND, read when keras is first imported)",
         (("seed", None),),
         (Check("seed", "isinstance-int"), Seed(("random", "numpy", "torch"))),
+        backend="keras",
     ),
     # -- fastai
     Helper(

@@ -190,6 +190,17 @@ class CudaWork(Effect):
         self.call = call
 
 
+class Imported(Effect):
+    """The import of a library that chooses, when first imported, whether it runs torch (`frameworks.BACKENDS`:
+    keras reads KERAS_BACKEND then). The linker adds one where an import of it runs; no facts hold it."""
+
+    _fields = ("package",)
+    __slots__ = _fields
+
+    def __init__(self, package: str):
+        self.package = package
+
+
 # -- what the linker follows --------------------------------------------------------
 
 

@@ -19,8 +19,8 @@ from _imp import extension_suffixes
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
-from opscan.lint.model import UNKNOWN, Call, Guard, Import, Loader, Loc
-from opscan.lint.modelled import MODELS
+from opscan.lint.model import UNKNOWN, Call, Guard, Import, Imported, Loader, Loc
+from opscan.lint.modelled import BACKENDS, MODELS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -953,6 +953,7 @@ class _Walker:
                 continue
             if cls is Import:
                 targets = []
+                backend = None  # a library of BACKENDS it imports, which chooses its backend then
                 for dotted in what.modules:
                     target = self.project.find_module(dotted, search)
                     if target is not None:
@@ -962,11 +963,15 @@ class _Walker:
                     if targets:  # the modules before it load first
                         emit((_LOAD, tuple(targets)))
                         targets = []
-                    if dotted.partition(".")[0]:
-                        emit((_LIB, dotted.partition(".")[0], (path, ev.loc)))
+                    package = dotted.partition(".")[0]
+                    if package:
+                        emit((_LIB, package, (path, ev.loc)))
                         missing = self.project.missing_module(dotted, search)
                         if missing is not None:  # kept apart from the packages by its dot (see EntryTrace.missing)
                             emit((_LIB, missing, (path, ev.loc)))
+                        if package in BACKENDS and backend is None:
+                            backend = package
+                            emit((_EMIT, TraceEvent(Imported(package), path, ev.loc)))
                 if targets:
                     emit((_LOAD, tuple(targets)))
                 continue

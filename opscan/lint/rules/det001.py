@@ -22,7 +22,11 @@ the project modules it imports, import nothing but the standard library and
 libraries that never run torch (numpy, pandas, scikit-learn, PIL, ...), such
 as a data-splitting script that seeds `random`. An import of torch, or of any
 other library (timm, Lightning, ...), anywhere in the script, in a function
-it does not call too, counts as running torch.
+it does not call too, counts as running torch. Keras 3 counts only where the
+script sets `KERAS_BACKEND` to `"torch"` before it imports keras (keras reads
+the variable then): on another backend, or one the script does not set (the
+default is TensorFlow, else `keras.json` or the launcher decide), keras never
+runs torch, and `keras.utils.set_random_seed` seeds `random` and numpy only.
 
 ## Why is this bad?
 A seed fixes initialisation and data order, but GPU kernels that accumulate
