@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 14  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`
+FACTS_VERSION = 15  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -48,6 +48,8 @@ _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # pa
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
 # drop_last, timeout, worker_init_fn, ...): the positions of the parameters lint follows.
 _LOADER_PARAMS = (("dataset", 0), ("num_workers", 5), ("collate_fn", 6), ("worker_init_fn", 10))
+# Displays whose items a call may run: `Fire({"train": train})`, `COMMANDS = {...}; COMMANDS[name]()`.
+_DISPLAYS = (ast.Dict, ast.List, ast.Tuple, ast.Set)
 # Expression nodes with nothing inside that can call, so nothing to record: names, operators,
 # contexts (Load/Store), and lambdas, whose bodies run only when called.
 _NO_EVENTS = frozenset(
@@ -353,6 +355,8 @@ class _Scope:
         self.shadowed: set[str] = set()  # local variables that hide an outer alias
         self.class_name = class_name  # set inside methods, for self.method()
         self.built: dict[str, Built] = {}  # variable -> the settings object (frameworks.SETTINGS_CLASSES) it holds
+        # variable -> the local functions named in the display (dict, list, tuple, set) last bound to it
+        self.tables: dict[str, tuple[str, ...]] = {}
         self.node = node  # the module, function or class whose body this is
         self._bound: tuple[dict[str, Any], set[str]] | None = None
 
@@ -400,6 +404,17 @@ class _Scope:
                 return None
             scope = scope.parent
         return None
+
+    def table(self, name: str) -> tuple[str, ...]:
+        """The local functions a name bound to a display names (`COMMANDS = {"train": train}`); () if none."""
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.tables:
+                return scope.tables[name]
+            if name in scope.shadowed or name in scope.aliases or name in scope.instances:
+                return ()
+            scope = scope.parent
+        return ()
 
     def is_cuda(self, name: str) -> bool:
         scope: _Scope | None = self
@@ -484,6 +499,7 @@ class _FactsBuilder:
         self.module_scope = _Scope(None)
         self.no_grad_depth = 0
         self.may_build = False  # a package that defines settings classes was imported: follow them
+        self.has_tables = False  # some name holds a display of local functions (_Scope.tables)
 
     # -- names ------------------------------------------------------------
 
@@ -613,6 +629,25 @@ class _FactsBuilder:
         collate, init = (self.qualify(found[n], scope) if n in found else None for n in ("collate_fn", "worker_init_fn"))
         return Loader(dataset, collate, init, args.get("num_workers", 5, 0))
 
+    def refs_in(self, node: ast.AST, scope: _Scope) -> list[str]:
+        """The local functions named in a display, nested ones too: a dict's values, the items of a list,
+        tuple or set (`{"train": train}`, `[a, b]`). A callee that gets the display may call any of them."""
+        refs: list[str] = []
+        pending = [node]  # without recursion: displays may nest deep
+        Name = ast.Name
+        while pending:
+            node = pending.pop()
+            items = node.values if node.__class__ is ast.Dict else node.elts
+            for item in reversed(items):
+                cls = item.__class__
+                if cls is Name:
+                    q = scope.lookup(item.id)
+                    if q and q.startswith(_THIS_DOT):
+                        refs.append(q)
+                elif cls in _DISPLAYS:
+                    pending.append(item)
+        return refs
+
     def value(self, node: ast.AST | None, scope: _Scope) -> Any:
         """`literal(node)`, where a name (or a dict's key or value) bound once to a literal is that literal."""
         cls = node.__class__
@@ -719,21 +754,41 @@ class _FactsBuilder:
             if held:
                 qualname = f"{held}.__call__"  # model(x) runs Net.forward
         method = func.attr if func.__class__ is ast.Attribute else None
-        refs: list[str] = []  # local functions handed over by name: Fire(main), spawn(worker)
+        # Local functions handed over by name, alone or in a display (or a name bound to one): Fire(main),
+        # spawn(worker), Fire({"train": train}); or called through a subscription of such a name,
+        # COMMANDS[name](). Each may run there, as a call of it would.
+        refs: list[str] = []
         loader = qualname in DATALOADERS  # its callbacks are followed by its Loader event instead
         if not loader:
-            Name = ast.Name
+            Name, tables = ast.Name, self.has_tables
             for value in call.args:
-                if value.__class__ is Name:
+                cls = value.__class__
+                if cls is Name:
                     q = scope.lookup(value.id)
                     if q and q.startswith(_THIS_DOT):
                         refs.append(q)
+                    elif tables:
+                        refs += scope.table(value.id)
+                elif cls in _DISPLAYS:
+                    refs += self.refs_in(value, scope)
             for k in call.keywords:
                 value = k.value
-                if value.__class__ is Name:
+                cls = value.__class__
+                if cls is Name:
                     q = scope.lookup(value.id)
                     if q and q.startswith(_THIS_DOT):
                         refs.append(q)
+                    elif tables:
+                        refs += scope.table(value.id)
+                elif cls in _DISPLAYS:
+                    refs += self.refs_in(value, scope)
+            if func.__class__ is ast.Subscript:
+                held = func.value
+                if held.__class__ is Name:
+                    if tables:
+                        refs += scope.table(held.id)
+                elif held.__class__ in _DISPLAYS:
+                    refs += self.refs_in(held, scope)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         args = None
         loc = None  # made only for a call with an event (most are dropped); then its events share it
@@ -771,9 +826,16 @@ class _FactsBuilder:
             scope.aliases.pop(name, None)
             scope.instances.pop(name, None)
             scope.built.pop(name, None)
+            scope.tables.pop(name, None)
             scope.cuda_names.discard(name)
             scope.shadowed.add(name)
             if value is None:
+                return
+            if value.__class__ in _DISPLAYS:
+                refs = self.refs_in(value, scope)
+                if refs:
+                    scope.tables[name] = tuple(refs)
+                    self.has_tables = True
                 return
             if value.__class__ is not ast.Call:
                 if self._device_is_cuda(value, scope):
