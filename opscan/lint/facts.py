@@ -18,7 +18,7 @@ import _ast as ast
 import warnings
 
 from opscan._plain import Plain, by_fields
-from opscan.lint.apis import DATALOADERS
+from opscan.lint.apis import DATALOADERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 15  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs
+FACTS_VERSION = 15  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -42,6 +42,10 @@ _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "
 _ENV = "os.environ"
 # Calls that set environment variables: a name among their arguments is read through `_Scope.constant`.
 _ENV_WRITERS = frozenset({"os.environ.setdefault", "os.environ.update", "os.putenv"})
+# Calls whose arguments are read so: those, and the ones a rule reads by name (DET011's backend).
+_CONSTANT_CALLS = _ENV_WRITERS | frozenset(READ_CALLS)
+# Builtins that run none of the script's code but a value's __str__/__len__ (see _FactsBuilder.attribute_holds).
+_PLAIN_BUILTINS = frozenset("print len str int float bool repr format isinstance min max sorted abs round".split())
 _CONSTANT_TYPES = (str, int, float, bool, type(None))
 _ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "NCCL_ALGO")  # a constant naming one counts as reading it
 _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # packages whose import may build one
@@ -49,7 +53,7 @@ _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # pa
 # drop_last, timeout, worker_init_fn, ...): the positions of the parameters lint follows.
 _LOADER_PARAMS = (("dataset", 0), ("num_workers", 5), ("collate_fn", 6), ("worker_init_fn", 10))
 # Displays whose items a call may run: `Fire({"train": train})`, `COMMANDS = {...}; COMMANDS[name]()`.
-_DISPLAYS = (ast.Dict, ast.List, ast.Tuple, ast.Set)
+_DISPLAYS = frozenset((ast.Dict, ast.List, ast.Tuple, ast.Set))
 # Expression nodes with nothing inside that can call, so nothing to record: names, operators,
 # contexts (Load/Store), and lambdas, whose bodies run only when called.
 _NO_EVENTS = frozenset(
@@ -358,7 +362,13 @@ class _Scope:
         # variable -> the local functions named in the display (dict, list, tuple, set) last bound to it
         self.tables: dict[str, tuple[str, ...]] = {}
         self.node = node  # the module, function or class whose body this is
-        self._bound: tuple[dict[str, Any], set[str]] | None = None
+        self._bound: tuple[dict[str, Any], set[str], set[str]] | None = None
+        # (name, attribute) -> [string, position in attr_calls]: `args.backend = "nccl"`, the last store to it
+        # where the walk now stands, if it may still hold (see _FactsBuilder.store_attribute); and the calls
+        # made since the first of them, which `attribute_holds` checks when one is read.
+        self.attrs: dict[tuple[str, str], list] = {}
+        self.attr_calls: list[tuple[ast.Call, str | None]] = []
+        self._attr_facts: tuple[set[str], set[str], bool, set[str]] | None = None
 
     def constant(self, name: str) -> Any:
         """The literal a name holds where it is read: bound once, in the scope that binds it, to a literal
@@ -368,12 +378,33 @@ class _Scope:
             if scope.node is not None:
                 if scope._bound is None:
                     scope._bound = _bindings(scope.node)
-                constants, bound = scope._bound
+                constants, bound, _ = scope._bound
                 if name in bound:
                     return constants.get(name, UNKNOWN)
             scope = scope.parent
         return UNKNOWN
 
+    def attr_facts(self) -> tuple[set[str], set[str], bool, set[str]]:
+        """What `attribute_holds` asks of this body: the names it binds exactly once, the names its nested
+        functions, lambdas and classes use (they may store to an attribute of one when called), whether
+        it is a generator or coroutine (other code runs at each yield or await), and the names it binds."""
+        if self._attr_facts is None:
+            if self._bound is None:
+                self._bound = _bindings(self.node)
+            captured: set[str] = set()
+            suspends = False
+            pending = list(iter_child_nodes(self.node)) if not isinstance(self.node, ast.Module) else list(self.node.body)
+            while pending:
+                node = pending.pop()
+                cls = node.__class__
+                if cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef):
+                    captured.update(n.id for n in walk(node) if n.__class__ is ast.Name)
+                    continue
+                if cls in (ast.Yield, ast.YieldFrom, ast.Await):
+                    suspends = True
+                pending.extend(iter_child_nodes(node))
+            self._attr_facts = (self._bound[2], captured, suspends, self._bound[1])
+        return self._attr_facts
 
     def lookup(self, name: str) -> str | None:
         scope: _Scope | None = self
@@ -425,8 +456,9 @@ class _Scope:
         return False
 
 
-def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str]]:
-    """The names a module, function or class body binds, and those bound exactly once, to a literal.
+def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str], set[str]]:
+    """The names a module, function or class body binds exactly once to a literal (with the literal),
+    the names it binds, and those it binds exactly once.
 
     Every way to bind counts (assignment, augmented, for, with, except, walrus,
     import, def, class, del, match, parameters, and `global` / `nonlocal` in
@@ -483,7 +515,8 @@ def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str]]:
             if isinstance(value, _CONSTANT_TYPES):
                 values.setdefault(n.target.id, value)
         stack.extend(iter_child_nodes(n))
-    return {name: value for name, value in values.items() if counts.get(name) == 1}, set(counts)
+    once = {name for name, n in counts.items() if n == 1}
+    return {name: value for name, value in values.items() if name in once}, set(counts), once
 
 
 def _call_loc(call: ast.Call) -> Loc:
@@ -654,6 +687,10 @@ class _FactsBuilder:
         if cls is ast.Name:
             value = scope.constant(node.id)
             return Named(value) if isinstance(value, str) else value
+        if cls is ast.Attribute and scope.attrs and node.value.__class__ is ast.Name:
+            held = scope.attrs.get((node.value.id, node.attr))
+            if held is not None and self.attribute_holds(node.value.id, held, scope):
+                return Named(held[0])
         if cls is ast.Dict and all(k is not None for k in node.keys):
             out = {}
             for k, v in zip(node.keys, node.values):
@@ -793,7 +830,7 @@ class _FactsBuilder:
         args = None
         loc = None  # made only for a call with an event (most are dropped); then its events share it
         if dropped is None:
-            args = self.call_args(call, scope, constants=qualname in _ENV_WRITERS)
+            args = self.call_args(call, scope, constants=qualname in _CONSTANT_CALLS)
             loc = _call_loc(call)
             out.append(Event(loc, Call(qualname, method, args, tuple(refs), self.no_grad_depth > 0)))
         elif dropped:
@@ -818,6 +855,109 @@ class _FactsBuilder:
                     if k.arg == "device" and self._device_is_cuda(k.value, scope):
                         loc = loc or _call_loc(call)
                         out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
+        if scope.attrs:  # after its arguments were read: the call runs after that
+            scope.attr_calls.append((call, qualname))
+
+    # -- attributes bound to strings -----------------------------------------------
+    #
+    # `args.dist_backend = "nccl"`, then `init_process_group(backend=args.dist_backend, ...)` (torchvision's
+    # references/classification/utils.py init_distributed_mode, copied into DeiT, MAE, DETR, ...). Where
+    # the arguments of a call are read through constants (`value`), `NAME.attr` reads as the string last
+    # stored to it only where nothing can have changed it since, that is where all of these hold:
+    # - the store is `NAME.attr = "<string>"` (no other value, no name), and the read is in the same function
+    #   or module body (not in a nested function, which may run at any time), in the same block as the
+    #   store or one nested in it (not after an `if`, `with` or `try` the store is inside), and not inside a
+    #   loop entered after the store, nor after one (an iteration may follow a store further down the loop);
+    # - NAME is bound exactly once in that body (a parameter, or one assignment), so it is the same
+    #   object, and the body is no generator or coroutine (other code runs at each yield or await);
+    # - no other store or `del` of NAME.attr runs in between (augmented, a for or with target, in a tuple);
+    # - no call in between gets NAME itself: anywhere in its arguments (`f(args)`, `setattr(args, ...)`,
+    #   `vars(args)`, `f(*args)`), or as what its callee is reached through (`args.update(...)`,
+    #   `args.__dict__.update(...)`). A call that gets only a value read from it (`print(args.rank)`, as
+    #   torchvision does between the two lines) does not count;
+    # - where NAME is a module-level name, or one a nested function, lambda or class of the body uses,
+    #   no call in between of code that may name it: a function or class of this module, or a callee lint
+    #   cannot name (a method of an object: `trainer.setup()`), but a builtin that runs none of the
+    #   script's code (`print`, `len`, ...). A function imported from elsewhere
+    #   (`torch.use_deterministic_algorithms`) cannot name the script's own variables.
+    # Not modelled: a property or `__setattr__` of the object's class that stores another value, and code
+    # called in between that stores through another reference to the same object (one the caller kept).
+    # argparse's Namespace, which this pattern uses, has neither.
+
+    def store_attribute(self, target: ast.Attribute, value: ast.AST | None, scope: _Scope) -> None:
+        """A store to `NAME.attr` (`value` None: of no value known here, or a `for`/`with` target).
+
+        Cheap, as every `self.x = ...` comes here: what may have changed the store is asked only
+        where it is read (`attribute_holds`), which few are."""
+        attrs = scope.attrs
+        key = (target.value.id, target.attr)
+        if attrs:
+            attrs.pop(key, None)
+        if value.__class__ is not ast.Constant or value.value.__class__ is not str:
+            return
+        if scope.node is None or scope.node.__class__ is ast.ClassDef:
+            return
+        if not attrs:
+            scope.attr_calls = []
+        attrs[key] = [value.value, len(scope.attr_calls)]
+
+    def attribute_holds(self, base: str, held: list, scope: _Scope) -> bool:
+        """Whether the store kept in `held` (to an attribute of `base`) is what a read here sees (see above)."""
+        once, captured, suspends, _ = scope.attr_facts()
+        if base not in once or suspends:
+            return False
+        fragile = scope.node.__class__ is ast.Module or base in captured  # the script's own code may reach it
+        return not any(self._reaches(call, qualname, base, fragile, scope) for call, qualname in scope.attr_calls[held[1] :])
+
+    def _reaches(self, call: ast.Call, qualname: str | None, base: str, fragile: bool, scope: _Scope) -> bool:
+        """Whether a call may store to an attribute of `base`: it gets `base` itself, or (`fragile`) it may be
+        the script's own code, which may name it."""
+        if fragile and (qualname is None or qualname.startswith(_THIS_DOT)):
+            func = call.func
+            builtin = (
+                qualname is None
+                and func.__class__ is ast.Name
+                and func.id in _PLAIN_BUILTINS
+                and not any(func.id in s.attr_facts()[3] for s in (scope, self.module_scope) if s.node is not None)
+            )
+            if not builtin:
+                return True
+        root = call.func
+        while True:  # what the callee is reached through: args.__dict__.update -> args
+            cls = root.__class__
+            if cls is ast.Attribute or cls is ast.Subscript:
+                root = root.value
+            elif cls is ast.Call:
+                root = root.func
+            else:
+                break
+        if root.__class__ is ast.Name and root.id == base:
+            return True
+        read_from: set[int] = set()  # names an attribute is read from: that passes a value, not the object
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            for sub in walk(arg):  # breadth first: an attribute before the name it is read from
+                cls = sub.__class__
+                if cls is ast.Attribute:
+                    read_from.add(id(sub.value))
+                elif cls is ast.Name and sub.id == base and id(sub) not in read_from:
+                    return True
+        return False
+
+    def block(self, stmts: list[ast.stmt], scope: _Scope, out: list[Event], prefix: str, loop: bool = False) -> None:
+        """The statements of a block nested in the body (an `if` branch, a loop's, a `try` clause): the
+        attribute stores kept (`_Scope.attrs`) that it makes end with it; a loop's see none kept before it,
+        and none are kept after it."""
+        before = scope.attrs
+        if not before:  # the common case: nothing kept, no copy
+            self.body(stmts, scope, out, prefix)
+            if scope.attrs:
+                scope.attrs = {}
+            return
+        scope.attrs = {} if loop else dict(before)
+        self.body(stmts, scope, out, prefix)
+        after = scope.attrs
+        # The calls made inside stay in attr_calls: they count for the stores kept from before.
+        scope.attrs = {} if loop else {key: held for key, held in before.items() if after.get(key) is held}
 
     def assign_target_events(self, target: ast.AST, value: ast.AST | None, scope: _Scope, out: list[Event], node):
         cls = target.__class__
@@ -872,6 +1012,8 @@ class _FactsBuilder:
                     out.append(Event(loc_of(node), EnvWrite(key, self.value(value, scope) if value is not None else UNKNOWN)))
             return
         if cls is ast.Attribute:
+            if target.value.__class__ is ast.Name:
+                self.store_attribute(target, value, scope)
             q = self.qualify(target, scope)
             if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
                 out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
@@ -924,11 +1066,11 @@ class _FactsBuilder:
                 for when, block in (("main", stmt.body), ("import", stmt.orelse)):
                     if block:
                         out.append(Event(loc_of(stmt), Guard(when, True)))
-                        self.body(block, scope, out, prefix)
+                        self.block(block, scope, out, prefix)
                         out.append(Event(loc_of(stmt), Guard(when, False)))
             else:
-                self.body(stmt.body, scope, out, prefix)
-                self.body(stmt.orelse, scope, out, prefix)
+                self.block(stmt.body, scope, out, prefix)
+                self.block(stmt.orelse, scope, out, prefix)
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -939,36 +1081,40 @@ class _FactsBuilder:
                 if item.optional_vars is not None:
                     self.assign_target_events(item.optional_vars, None, scope, out, stmt)
             self.no_grad_depth += no_grad
-            self.body(stmt.body, scope, out, prefix)
+            self.block(stmt.body, scope, out, prefix)
             self.no_grad_depth -= no_grad
         elif cls is ast.For or cls is ast.AsyncFor:
             self.expression_events(stmt.iter, scope, out)
             self.assign_target_events(stmt.target, None, scope, out, stmt)
-            self.body(stmt.body, scope, out, prefix)
-            self.body(stmt.orelse, scope, out, prefix)
+            self.block(stmt.body, scope, out, prefix, loop=True)
+            self.block(stmt.orelse, scope, out, prefix, loop=True)
         elif cls is ast.While:
             self.expression_events(stmt.test, scope, out)
-            self.body(stmt.body, scope, out, prefix)
-            self.body(stmt.orelse, scope, out, prefix)
+            self.block(stmt.body, scope, out, prefix, loop=True)
+            self.block(stmt.orelse, scope, out, prefix, loop=True)
         elif isinstance(stmt, (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())):
-            self.body(stmt.body, scope, out, prefix)
+            self.block(stmt.body, scope, out, prefix)
             # `try: import torch` / `except ImportError: torch = None`: the import is what
             # the rest of the file means by the name, so a handler does not undo it.
             imported = dict(scope.aliases)
             for handler in stmt.handlers:
-                self.body(handler.body, scope, out, prefix)
+                self.block(handler.body, scope, out, prefix)
             for name, qualname in imported.items():
                 if name not in scope.aliases:
                     scope.aliases[name] = qualname
                     scope.shadowed.discard(name)
-            self.body(stmt.orelse, scope, out, prefix)
-            self.body(stmt.finalbody, scope, out, prefix)
+            self.block(stmt.orelse, scope, out, prefix)
+            self.block(stmt.finalbody, scope, out, prefix)
         elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
             self.expression_events(stmt.subject, scope, out)
             for case in stmt.cases:
-                self.body(case.body, scope, out, prefix)
+                self.block(case.body, scope, out, prefix)
         elif isinstance(stmt, ast.Delete):
-            pass
+            if scope.attrs:
+                for target in stmt.targets:
+                    for sub in walk(target):
+                        if sub.__class__ is ast.Attribute and sub.value.__class__ is ast.Name:
+                            scope.attrs.pop((sub.value.id, sub.attr), None)
         elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
             for name in stmt.names:
                 scope.shadowed.discard(name)

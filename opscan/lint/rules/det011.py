@@ -9,7 +9,10 @@ runs from it sets the `NCCL_ALGO` environment variable (`os.environ[...] =`,
 reads the variable is taken to handle it itself.
 
 NCCL counts as started by `torch.distributed.init_process_group("nccl")` (or
-any backend string naming nccl, such as `"cpu:gloo,cuda:nccl"`), by
+any backend string naming nccl, such as `"cpu:gloo,cuda:nccl"`; passed as a
+literal, a name bound once to one, or an attribute stored just before where
+nothing can change it in between, as torchvision's reference scripts do with
+`args.dist_backend = "nccl"`), by
 `init_process_group()` with no backend or a computed one in a script that
 puts work on CUDA (torch then uses NCCL for CUDA tensors), by
 `init_device_mesh("cuda", ...)`, and by Lightning's `Trainer` or `Fabric`
