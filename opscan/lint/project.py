@@ -209,10 +209,12 @@ class Project:
         entry_dirs = list(dict.fromkeys(d.resolve() for d in dict.fromkeys(entry_dirs)))
         # Every folder an import may be searched in: the roots, each entry's own folder and its
         # package root (see _search_for; added below, once the listings are set up).
-        self._import_bases = list(dict.fromkeys([*entry_dirs, *self.roots]))
+        # Dicts used as ordered sets: an entry's folder is looked up in them for each of the
+        # 2,352 entries of torch's tree (list scans were 1.7M Path comparisons, 0.24 s).
+        self._import_bases = dict.fromkeys([*entry_dirs, *self.roots])
         self._provided: dict[str, bool] = {}
         # The same less the package roots, and what they provide (see EntryTrace.libraries).
-        self._script_bases = list(self._import_bases)
+        self._script_bases = dict(self._import_bases)
         self._provided_to_scripts: dict[str, bool] = {}
         # By (resolved path, package): relative imports, and so the facts, depend on the package.
         self._facts: dict[tuple[str, str], ModuleFacts] = {}
@@ -248,7 +250,7 @@ class Project:
         for folder in entry_dirs:
             package_root = self._package_root(str(folder))
             if package_root is not None and Path(package_root) not in self._import_bases:
-                self._import_bases.append(Path(package_root))
+                self._import_bases[Path(package_root)] = None
 
     # -- modules --------------------------------------------------------------
 
@@ -301,7 +303,7 @@ class Project:
         package_root = search[1 + len(self._root_texts) :]  # see _search_for
         return found or (bool(package_root) and self._held_in(package, [Path(package_root[0])]))
 
-    def _held_in(self, package: str, bases: list[Path]) -> bool:
+    def _held_in(self, package: str, bases) -> bool:
         # The folder's listing first (kept, and read by find_module anyway): a stat of each
         # name in each of the 348 entry folders of torch's tree cost 0.3 s of CPU (profiled).
         return any(
@@ -418,12 +420,12 @@ class Project:
 
     def _add_import_base(self, folder: Path, package_root: bool = False) -> None:
         if not package_root and folder not in self._script_bases:
-            self._script_bases.append(folder)
+            self._script_bases[folder] = None
             self._provided_to_scripts.clear()
         if folder in self._import_bases:
             return
         # Not announced up front: modules read so far were checked without this folder.
-        self._import_bases.append(folder)
+        self._import_bases[folder] = None
         self._provided.clear()
         if any(self._provides(lib) for facts in self._facts.values() for lib in facts.dropped_libraries):
             self._facts.clear()
