@@ -719,6 +719,8 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
         files = [] if force_exclude and cfg.is_excluded(Path(stdin)) else [Path(stdin)]
     else:
         files, report.notices = discover(paths, cfg, force_exclude, deps)
+        if paths and not files:  # an empty folder, or every file excluded: "All checks passed!" alone would hide it
+            report.notices.append("warning: No Python files found under the given path(s)")
     if targets is None:
         targets = torch_targets(cfg, torch_version)
     torch = {path: targets.for_file(path) for path in files}

@@ -229,3 +229,23 @@ def test_other_commands_exit_the_ordinary_way(tmp_path):
     (tmp_path / "train.py").write_bytes(SEEDS)
     proc = subprocess.run([sys.executable, "-c", lint], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 1 and "DET001" in proc.stdout and "TORN-DOWN" not in proc.stdout
+
+
+# ---------------------------------------------------------------- no files
+
+
+def test_a_folder_with_no_python_files_says_so_as_ruff_does(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not python\n")
+    proc = _cli(["empty"], tmp_path)
+    assert proc.returncode == 0
+    assert proc.stderr.decode() == "warning: No Python files found under the given path(s)\n"
+    assert proc.stdout.decode() == "All checks passed!\n"
+
+
+def test_a_folder_with_python_files_gives_no_such_warning(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "ok.py").write_text("x = 1\n")
+    proc = _cli(["src"], tmp_path)
+    assert proc.returncode == 0
+    assert b"No Python files" not in proc.stderr
