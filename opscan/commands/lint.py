@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 
 def _codes(value: str) -> list[str]:
-    return [c.strip() for c in value.split(",") if c.strip()]
+    # An empty part is kept, so that it is refused as an unknown selector (as ruff refuses `--select ""`):
+    # dropped, `--select ""` (an unset shell variable) selected no rule and said "All checks passed!".
+    return [c.strip() for c in value.split(",")]
 
 
 # Lint's options, for argparse (add_arguments) and for parse_fast, which reads their plain
@@ -210,6 +212,10 @@ def _run(args: argparse.Namespace) -> int:
             deps.add(str(folder / "pyproject.toml"))
         if args.config:
             deps.add(os.path.abspath(args.config))
+    for flag, codes in (("--select", args.select), ("--extend-select", args.extend_select), ("--ignore", args.ignore)):
+        if codes is not None and "" in codes:  # `--select ""` (an unset shell variable), `DET001,,DET002`
+            print(f"opscan: error: unknown rule selector '' in {flag}: give comma-separated codes or prefixes", file=sys.stderr)
+            return 2
     try:
         cfg = config_mod.load(args.paths, args.config)
         if args.select is not None:

@@ -249,3 +249,18 @@ def test_a_folder_with_python_files_gives_no_such_warning(tmp_path):
     proc = _cli(["src"], tmp_path)
     assert proc.returncode == 0
     assert b"No Python files" not in proc.stderr
+
+
+# ---------------------------------------------------------------- selectors
+
+
+def test_an_empty_rule_selector_is_an_error_as_in_ruff(tmp_path):
+    """`--select ""` (an unset shell variable) selected no rule and passed; ruff refuses it."""
+    (tmp_path / "train.py").write_bytes(SEEDS)
+    for flag, value in (("--select", ""), ("--select", "DET001,,DET002"), ("--select", "DET001,"), ("--ignore", "")):
+        proc = _cli([flag, value, "train.py"], tmp_path)
+        assert proc.returncode == 2, (flag, value)
+        assert proc.stderr.decode() == f"opscan: error: unknown rule selector '' in {flag}: give comma-separated codes or prefixes\n"
+        assert proc.stdout == b""
+    proc = _cli(["--select", " DET001 , DET002", "train.py"], tmp_path)
+    assert proc.returncode == 1 and b"DET001" in proc.stdout
