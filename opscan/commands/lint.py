@@ -193,6 +193,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.add_noqa and (args.fix or args.diff):
         print("opscan: error: --add-noqa cannot be combined with --fix or --diff", file=sys.stderr)
         return 2
+    if args.exit_zero and args.exit_non_zero_on_fix:  # each says the opposite of the other, as ruff refuses it
+        print("opscan: error: --exit-zero cannot be combined with --exit-non-zero-on-fix", file=sys.stderr)
+        return 2
     from opscan.output import check_output_path
 
     problem = check_output_path(args.output_file)  # every command's check, before anything is read

@@ -264,3 +264,11 @@ def test_an_empty_rule_selector_is_an_error_as_in_ruff(tmp_path):
         assert proc.stdout == b""
     proc = _cli(["--select", " DET001 , DET002", "train.py"], tmp_path)
     assert proc.returncode == 1 and b"DET001" in proc.stdout
+
+
+def test_exit_zero_and_exit_non_zero_on_fix_refuse_each_other_as_in_ruff(tmp_path):
+    (tmp_path / "train.py").write_bytes(SEEDS)
+    proc = _cli(["--fix", "--exit-zero", "--exit-non-zero-on-fix", "train.py"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "opscan: error: --exit-zero cannot be combined with --exit-non-zero-on-fix\n"
+    assert (tmp_path / "train.py").read_bytes() == SEEDS  # refused before any fix
