@@ -180,8 +180,14 @@ def _run(args: argparse.Namespace) -> int:
     from opscan.lint.rules import RULES, lint_codes
     from opscan.rules import RulesError
 
-    # As ruff: `-`, or --stdin-filename with no path, reads the one file from stdin.
-    from_stdin = args.paths == ["-"] or (not args.paths and args.stdin_filename is not None)
+    # As ruff: `-`, or --stdin-filename, reads the one file from stdin; beside --stdin-filename,
+    # the paths are ignored with a warning (they were linted, and the flag ignored, without a word).
+    from_stdin = args.paths == ["-"] or args.stdin_filename is not None
+    if args.stdin_filename is not None:
+        for path in args.paths:
+            if path != "-":
+                print(f"warning: Ignoring file {path} in favor of standard input.", file=sys.stderr)
+        args.paths = []
     if not args.paths:
         args.paths = ["."]
     if "-" in args.paths and not from_stdin:

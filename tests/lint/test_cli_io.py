@@ -272,3 +272,13 @@ def test_exit_zero_and_exit_non_zero_on_fix_refuse_each_other_as_in_ruff(tmp_pat
     assert proc.returncode == 2
     assert proc.stderr.decode() == "opscan: error: --exit-zero cannot be combined with --exit-non-zero-on-fix\n"
     assert (tmp_path / "train.py").read_bytes() == SEEDS  # refused before any fix
+
+
+def test_stdin_filename_beside_paths_reads_stdin_and_says_it_ignores_them(tmp_path):
+    """As ruff: the paths were linted and the flag ignored, without a word."""
+    (tmp_path / "other.py").write_text("x = 1\n")
+    proc = _cli(["--stdin-filename", "train.py", "other.py"], tmp_path, SEEDS)
+    assert proc.returncode == 1
+    assert proc.stdout.decode().startswith("train.py:3:1: DET001 ")
+    assert "other.py" not in proc.stdout.decode()
+    assert proc.stderr.decode() == "warning: Ignoring file other.py in favor of standard input.\n"
