@@ -115,11 +115,11 @@ def check(ctx: Context) -> None:
         seed_lines = tuple(sorted({at.line for at, helper in here if not helper}))
         helper_lines = tuple(sorted({at.line for at, helper in here if helper}))
         before = bool(first.helper) and loc not in imports
-        edit = EnableDeterminism(seed_lines, helper_lines, before=before)
-        branch = _branch_that_seeds(ctx, loc, {at.line for at, _ in here})
-        if branch:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
-            advice = f"call `torch.use_deterministic_algorithms(True)` before the `{branch}` around it"
-            where = f"before the `{branch}` around it, where another branch seeds too"
+        hoist = _branch_that_seeds(ctx, loc, {at.line for at, _ in here})
+        edit = EnableDeterminism(seed_lines, helper_lines, before=before, hoist_line=hoist[1] if hoist else None)
+        if hoist:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
+            advice = f"call `torch.use_deterministic_algorithms(True)` before the `{hoist[0]}` around it"
+            where = f"before the `{hoist[0]}` around it, where another branch seeds too"
         elif before:
             advice, where = "call `torch.use_deterministic_algorithms(True)` before calling it", f"before calling `{first.helper}`"
         else:
@@ -130,34 +130,50 @@ def check(ctx: Context) -> None:
     ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{note}; {advice}", fix)
 
 
-def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> str | None:
-    """"if", "try" or "match": the statement around `loc` whose other branches seed too, which the fix goes before.
+def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | None:
+    """The statement the fix goes before so that the other paths that seed get it too: ("if", its line), or None.
 
-    What `_shared_branch` decides on the syntax tree at fix time, read here with
-    `ast` from the entry's source, where the rule has only the trace's locations
-    (and only where another seeding call of the file runs in the same function,
-    or at module level: else no branch can hold one).
+    Seeding in one branch only is conditional (`if args.seed is not None:
+    torch.manual_seed(args.seed)`): the call stays with it, and a run that does
+    not seed is left as it is. Where an `if`, `try` or `match` of the scope
+    holds `loc` and seeds (a statement on one of `lines`) in another of its
+    branches too (if, elif and else bodies; match cases; try body, handlers,
+    else and finally), the call goes before it instead, and before the next one
+    out that does the same. A loop or `with` is passed through, never chosen:
+    the call in its body runs on every iteration that seeds. The scope is the
+    function or class, else the module; the module's `__main__` block counts
+    as one (above it, the call would run on import); a statement that imports
+    torch is not left (above it, torch may not be bound).
+
+    Decided here, once, on `ast`: the message says where the fix goes, and the
+    fix (EnableDeterminism.hoist_line) puts it there.
     """
     facts = ctx.trace.entry.facts
     scope = _scope_of(facts, loc)
     others = [line for line in lines if line != loc.line and _scope_of(facts, Loc(line, 1, line, 1)) == scope]
     if not others:
         return None
-    # Two branches of one statement are parted by an `else`, `elif`, `except`, `finally` or `case` line:
-    # without one between the seeds (random, numpy and torch seeded in a row), no parse is needed.
-    text = facts.lines if facts.lines is not None else _read_lines(facts.path)
-    first, last = min(loc.line, *others), max(loc.line, *others)
-    if not any(line.lstrip().startswith(_BRANCH_WORDS) for line in text[first : last]):
-        return None
-    import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
+    from opscan.lint.facts import decode_source, source_lines
 
+    raw = None
+    text = facts.lines  # None where the facts came from the cache or another process
     try:
-        if facts.lines:
-            tree = ast.parse("\n".join(facts.lines))
-        else:
+        if text is None:
             with open(facts.path, "rb") as fh:
-                tree = ast.parse(fh.read())
-    except (OSError, SyntaxError, ValueError):
+                raw = fh.read()
+            text = source_lines(decode_source(raw))
+        # Two branches of one statement are parted by an `else`, `elif`, `except`, `finally` or `case` line:
+        # without one between the seeds (random, numpy and torch seeded in a row), no parse is needed.
+        first, last = min(loc.line, *others), max(loc.line, *others)
+        if not any(line.lstrip().startswith(_BRANCH_WORDS) for line in text[first:last]):
+            return None
+        if raw is None:
+            with open(facts.path, "rb") as fh:
+                raw = fh.read()
+        import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
+
+        tree = ast.parse(raw)
+    except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
         return None
     chain: list = []  # the statements that hold `loc`, outermost first
     body = tree.body
@@ -168,31 +184,24 @@ def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> str | None:
         chain.append(stmt)
         body = [s for suite in _ast_suites(stmt) for s in suite]
     tries = (ast.Try, getattr(ast, "TryStar", ast.Try))
+    found = None
     for i in range(len(chain) - 2, -1, -1):  # innermost first; the last is the seeding statement itself
         stmt = chain[i]
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return None
+            break
         if isinstance(stmt, ast.If) and i == 0 and _main_guard(stmt.test):
-            return None
+            break
         if not isinstance(stmt, (ast.If, ast.Match, *tries)) or _is_elif(chain[i - 1] if i else None, stmt):
             continue  # a loop, a `with`; an `elif`, a branch of the `if` that holds it
         if sum(any(_runs_line(s, lines) for s in suite) for suite in _ast_branches(stmt)) < 2:
-            return None
+            break  # the only branch that seeds: a run that takes another does not seed here
         if any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torch" for a in n.names) for n in ast.walk(stmt)):
-            return None  # `try: import torch ...`: the call stays where torch is bound
-        return "if" if isinstance(stmt, ast.If) else "match" if isinstance(stmt, ast.Match) else "try"
-    return None
+            break  # `try: import torch ...`: the call stays where torch is bound
+        found = ("if" if isinstance(stmt, ast.If) else "match" if isinstance(stmt, ast.Match) else "try", stmt.lineno)
+    return found
 
 
 _BRANCH_WORDS = ("else", "elif", "except", "finally", "case")
-
-
-def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return []
 
 
 def _is_elif(parent, stmt) -> bool:
@@ -212,7 +221,7 @@ def _ast_suites(stmt) -> list:
 
 
 def _ast_branches(stmt) -> list:
-    """As `_branches`, on `ast`: an `if`'s bodies (of its `elif`s and `else` too), a `match`'s cases, a `try`'s parts."""
+    """The branches of a statement: an `if`'s bodies (of its `elif`s and `else` too), a `match`'s cases, a `try`'s parts."""
     import ast
 
     if isinstance(stmt, ast.If):
@@ -277,17 +286,18 @@ class EnableDeterminism(Edit):
     After the statement that seeds (and the seeding statements that follow it
     in the block); before it where it calls a project helper, which may do the
     work too. Where other branches of an `if`, `try` or `match` around it seed
-    too, before that statement (`_shared_branch`).
+    too, before that statement (`hoist_line`, chosen by `_branch_that_seeds`).
     """
 
-    _fields = ("seed_lines", "helper_lines", "before")
+    _fields = ("seed_lines", "helper_lines", "before", "hoist_line")
     __slots__ = _fields
     order = 5  # last: it may add `import torch` below what the fixes put at the top
 
-    def __init__(self, seed_lines: tuple[int, ...], helper_lines: tuple[int, ...] = (), before: bool = False):
+    def __init__(self, seed_lines: tuple[int, ...], helper_lines: tuple[int, ...] = (), before: bool = False, hoist_line: int | None = None):
         self.seed_lines = seed_lines  # the lines, in the file fixed, of its calls that seed themselves
         self.helper_lines = helper_lines  # ... and of its calls of project helpers that seed (and may do the work)
         self.before = before  # the finding's own statement calls such a helper
+        self.hoist_line = hoist_line  # the first line of the `if`, `try` or `match` to go before, if any
 
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
@@ -299,8 +309,18 @@ class EnableDeterminism(Edit):
         stmt = planner.parent.get(small) if small is not None else planner.innermost(cst.BaseCompoundStatement, start, end)
         if stmt is None:
             return False
-        outer = _shared_branch(planner, stmt, {*self.seed_lines, *self.helper_lines})
-        if outer is not None:
+        if self.hoist_line is not None:  # the `if`, `try` or `match` the rule chose (_branch_that_seeds)
+            branching = (cst.If, cst.Try, cst.TryStar, cst.Match)
+            outer = next(
+                (
+                    anc for anc in planner.ancestors(stmt)
+                    if isinstance(anc, branching) and planner.range(anc)[0][0] == self.hoist_line
+                    and isinstance(planner.parent.get(anc), (cst.Module, cst.IndentedBlock))
+                ),
+                None,
+            )  # fmt: skip
+            if outer is None:
+                return False  # not where the rule saw it: no fix rather than another one
             new = statement(f"{_determinism_callee(planner, outer, before=True)}(True)")
             return _insert_before(planner, outer, new)
         if isinstance(stmt, cst.SimpleStatementSuite):
@@ -327,71 +347,6 @@ class EnableDeterminism(Edit):
                 new = new.with_changes(leading_lines=[cst.EmptyLine()])
             planner.edits.insert_after.setdefault(last, []).append(new)
         return True
-
-
-def _shared_branch(planner: Planner, node, lines: set[int]):
-    """The `if`, `try` or `match` before which the call goes so that the other paths that seed get it too, if any.
-
-    Seeding in one branch only is conditional (`if args.seed is not None:
-    torch.manual_seed(args.seed)`): the call stays with it, and a run that does
-    not seed is left as it is. Where a statement of the scope holds `node` and
-    seeds (a call on one of `lines`) in another of its branches too (if, elif
-    and else bodies; match cases; try body, handlers, else and finally), the
-    call goes before it instead, and before the next one out that does the
-    same. A loop is passed through, never chosen: the call in its body runs on
-    every iteration that seeds. The scope is the function or class, else the
-    module; the module's `__main__` block counts as one (above it, the call
-    would run on import); a statement that imports torch is not left (above
-    it, torch is not bound).
-    """
-    import libcst as cst
-
-    from opscan.lint.fix.nodes import SCOPES, is_main_guard
-
-    found = None
-    for anc in planner.ancestors(node):
-        if isinstance(anc, (*SCOPES, cst.Module)):
-            break
-        parent = planner.parent.get(anc)
-        if isinstance(anc, cst.If) and parent is planner.module and is_main_guard(anc.test):
-            break
-        if not isinstance(anc, (cst.If, cst.Try, cst.TryStar, cst.Match)) or not isinstance(parent, (cst.Module, cst.IndentedBlock)):
-            continue  # an `elif` is held by its `if`; a loop, a `with`
-        if sum(_suite_holds(planner, suite, lines) for suite in _branches(anc)) < 2:
-            break  # the only branch that seeds: a run that takes another does not seed here
-        if _torch_name(planner, anc, planner.range(anc)[0][0]) is None and any(
-            _torch_binding(imp) for _, imp in _imports_in([anc])
-        ):
-            break  # `try: import torch ...`: keep the call where torch is bound
-        found = anc
-    return found
-
-
-def _branches(stmt) -> list:
-    """The suites of an `if` (its `elif` and `else` ones too), a `try` or a `match`: one runs, or each in turn."""
-    import libcst as cst
-
-    if isinstance(stmt, cst.If):
-        suites = [stmt.body]
-        rest = stmt.orelse
-        while isinstance(rest, cst.If):
-            suites.append(rest.body)
-            rest = rest.orelse
-        return [*suites, rest.body] if rest is not None else suites
-    if isinstance(stmt, cst.Match):
-        return [case.body for case in stmt.cases]
-    extra = [part.body for part in (stmt.orelse, stmt.finalbody) if part is not None]
-    return [stmt.body, *(handler.body for handler in stmt.handlers), *extra]
-
-
-def _suite_holds(planner: Planner, suite, lines: set[int]) -> bool:
-    """Does this suite run a call on one of `lines` (not in a def or class it defines)?"""
-    import libcst as cst
-
-    if isinstance(suite, cst.SimpleStatementSuite):  # `else: torch.manual_seed(0)`
-        (first, _), (last, _) = planner.range(suite)
-        return any(first <= line <= last for line in lines)
-    return any(_holds_line(planner, stmt, lines) for stmt in suite.body)
 
 
 def _insert_before(planner: Planner, stmt, new) -> bool:
