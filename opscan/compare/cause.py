@@ -379,7 +379,7 @@ class Walker:
                 b,
                 f"`{a.op}` ({where}) gives outputs of another shape from bitwise-equal inputs "
                 f"({_shape_text(shapes[0])} in a, {_shape_text(shapes[1])} in b): it is called with other arguments "
-                f"(a size, a dim), so {'the runs took other paths' if self.same_code else 'the code differs'} here, not the kernel",
+                f"(a size, a dim), so {self._apart()} here, not the kernel",
                 help="The two records are of different code. If the change should keep the maths, look at what sets this op's arguments.",
             )
         if _seeds_differ(a, b):  # seeded apart: not one stream moved along
@@ -580,14 +580,13 @@ class Walker:
                 help_code="loader = DataLoader(dataset, shuffle=True, generator=torch.Generator().manual_seed(0),\n"
                 "                    worker_init_fn=seed_worker)",
             )
-        how = "the runs took other paths" if self.same_code else "the code is wired differently"
         return Cause(
             codes.STRUCTURE,
             step,
             a,
             a,
             b,
-            f"The numbers part because {how}: `{a.op}` ({where}) reads input {j} from another "
+            f"The numbers part because {self._apart()}: `{a.op}` ({where}) reads input {j} from another "
             "tensor than in the other run, though every op before it matched",
             help="The two records are of different code. If the change should keep the maths, look at what this op reads.",
         )
@@ -631,6 +630,10 @@ class Walker:
             param_names_differ=self._param_names,
             params_shared=self._params_shared,
         )
+
+    def _apart(self) -> str:
+        """What a structural difference means: with the same code (opscan diff), another path; else a change to it."""
+        return "the runs took other paths" if self.same_code else "the code differs"
 
     def _path_story(self) -> str:
         """Why the same code ran other ops: the hash seed (as the headers tell it), or a branch on something that changes."""
