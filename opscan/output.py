@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
     from typing import Callable
 
 FORMATS = ("text", "json", "sarif", "github", "markdown", "html")
+# The formats `--statistics` has, as ruff's: a count per rule is no SARIF result or GitHub annotation.
+STATISTICS_FORMATS = ("text", "json")
 
 INFO_URI = "https://github.com/opscan/opscan"
 
@@ -27,8 +29,10 @@ def render(report: Report, fmt: str, *, statistics: bool = False) -> str:
         renderer = _RENDERERS[fmt]
     except KeyError:
         raise ValueError(f"unknown output format {fmt!r}; choose from {', '.join(FORMATS)}") from None
-    if statistics and fmt == "text":
-        return _statistics(report)
+    if statistics:
+        if fmt not in STATISTICS_FORMATS:
+            raise ValueError(f"--statistics has no {fmt} format; choose from {', '.join(STATISTICS_FORMATS)}")
+        return _statistics(report) if fmt == "text" else _statistics_json(report)
     return renderer(report)
 
 
@@ -263,21 +267,33 @@ def _text_table(table: Table) -> list[str]:
     return lines
 
 
-def _statistics(report: Report) -> str:
+def _statistic_rows(report: Report) -> list[dict]:
+    """A count per rule, most frequent first, in ruff's `--statistics` keys: code, name, count, fixable (a safe fix)."""
     counts: dict[str, int] = {}  # plain dicts: collections is not otherwise imported when lint starts
     fixable: set[str] = set()
     for f in report.findings:
         counts[f.code] = counts.get(f.code, 0) + 1
         if f.fix and f.fix.applicability == "safe":
             fixable.add(f.code)
-    lines = []
+    rows = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         info = report.rule(code)
-        mark = "[*]" if code in fixable else "   "
-        lines.append(f"{n:5d}\t{code}\t{mark} {info.name if info else ''}")
+        rows.append({"code": code, "name": info.name if info else "", "count": n, "fixable": code in fixable})
+    return rows
+
+
+def _statistics(report: Report) -> str:
+    lines = [f"{row['count']:5d}\t{row['code']}\t{'[*]' if row['fixable'] else '   '} {row['name']}" for row in _statistic_rows(report)]
     if not lines:
         lines.append("All checks passed!")
     return "\n".join(lines) + "\n"
+
+
+def _statistics_json(report: Report) -> str:
+    import json
+
+    # `[]` for a clean run, where ruff prints nothing: a reader of the json always gets json.
+    return json.dumps(_statistic_rows(report), indent=2) + "\n"
 
 
 # ---------------------------------------------------------------- json

@@ -202,8 +202,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.exit_zero and args.exit_non_zero_on_fix:  # each says the opposite of the other, as ruff refuses it
         print("opscan: error: --exit-zero cannot be combined with --exit-non-zero-on-fix", file=sys.stderr)
         return 2
-    from opscan.output import check_output_path
+    from opscan.output import STATISTICS_FORMATS, check_output_path
 
+    if args.statistics and args.output_format not in STATISTICS_FORMATS:  # as ruff refuses it; it printed the findings instead
+        print(f"opscan: error: --statistics cannot be printed as {args.output_format}: use --output-format text or json", file=sys.stderr)
+        return 2
     problem = check_output_path(args.output_file)  # every command's check, before anything is read
     if problem:
         print(f"opscan: error: {problem}", file=sys.stderr)

@@ -104,6 +104,29 @@ def test_statistics(project):
     assert clean.returncode == 0 and clean.stdout == "All checks passed!\n"
 
 
+def test_statistics_as_json(project):
+    """ruff's keys, in the order of the text; it printed the findings' list instead, as if --statistics were not given."""
+    text = [line.split("\t") for line in lint(project, "--statistics").stdout.splitlines()]
+    proc = lint(project, "--statistics", "--output-format", "json")
+    assert proc.returncode == 1
+    rows = json.loads(proc.stdout)
+    assert [list(row) for row in rows] == [["code", "name", "count", "fixable"]] * len(text)
+    assert [(row["count"], row["code"], row["fixable"], row["name"]) for row in rows] == [
+        (int(count), code, rest.startswith("[*]"), rest[4:]) for count, code, rest in text
+    ]
+    clean = lint(project, "--statistics", "--output-format", "json", target="sub/clean.py")
+    assert (clean.returncode, json.loads(clean.stdout)) == (0, [])  # json still, where ruff prints nothing
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "github"])
+def test_statistics_in_a_format_without_them_is_refused(project, fmt):
+    """As ruff refuses it ("Unsupported serialization format for statistics"); the flag was dropped without a word."""
+    proc = lint(project, "--statistics", "--output-format", fmt, "-o", "report.out")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"opscan: error: --statistics cannot be printed as {fmt}: use --output-format text or json\n"
+    assert not (project / "report.out").exists()
+
+
 # ---------------------------------------------------------------- json
 
 
