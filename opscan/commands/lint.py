@@ -49,7 +49,7 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--add-noqa",), {"action": "store_true", "help": "add `# noqa: CODE` to each line with a finding, and change nothing else"}),
     (("--stdin-filename",), {
         "metavar": "PATH",
-        "help": "with `-` (or no path): lint stdin as if it were PATH (its config, per-file-ignores and imports); with --fix, print the fixed source",
+        "help": "with `-` (or no path): lint stdin as if it were PATH (its config, per-file-ignores and imports); with --fix, print the fixed source, and the report on stderr or in -o FILE",
     }),
 )  # fmt: skip
 
@@ -318,11 +318,14 @@ def _run(args: argparse.Namespace) -> int:
                 print(outcome.diff_summary(), file=sys.stderr)
             return 1 if outcome.diff else 0
         modified = bool(outcome.fixed)
-        if from_stdin:  # as ruff: the fixed source on stdout, what remains on stderr
-            return _fixed_stdin(args, outcome, stdin_sources, lint if modified else None, report)
+        if from_stdin:  # as ruff: the fixed source on stdout; the report of what remains below, on stderr or in -o's file
+            problem = _print_fixed(outcome, stdin_sources)
+            if problem:
+                print(f"opscan: error: {problem}", file=sys.stderr)
+                return 2
         if modified:
-            # Lint again: what remains is what the exit code and output report.
-            remaining = lint()
+            # Lint again: what remains is what the exit code and output report. Fixed stdin is in memory only.
+            remaining = lint(outcome.sources if from_stdin else None)
             remaining.notices += outcome.notices
             if args.show_fixes:
                 remaining.notices += outcome.summary_lines()
@@ -349,17 +352,21 @@ def _run(args: argparse.Namespace) -> int:
     if args.quiet or args.output_format != "text":
         report.notices = []
     withheld = withhold(report, args.output_file)  # only missing paths: -o is left as it was
+    # stdout holds `opscan lint - --fix`'s fixed source: without -o FILE, the report goes to stderr, as ruff's does.
+    on_stderr = from_stdin and args.fix and args.output_file in (None, "-")
     try:
         text = render(report, args.output_format, statistics=args.statistics)
         if args.quiet and args.output_format == "text" and not args.statistics:
             text = "".join(line + "\n" for line in text.splitlines() if (report.findings and ": DET" in line) or line.startswith("error: "))
-        if withheld is None:
+        if on_stderr:
+            sys.stderr.write(text)
+        elif withheld is None:
             write(text, args.output_file)
     except OSError as exc:
         from opscan.output import cannot_write
 
         return cannot_write(exc, args.output_file)
-    if args.output_format != "text" or args.output_file not in (None, "-") or args.statistics:
+    if not on_stderr and (args.output_format != "text" or args.output_file not in (None, "-") or args.statistics):
         for problem in report.errors:  # not part of this output: say it where a person sees it
             print(f"opscan: error: {problem.message}", file=sys.stderr)
     if withheld is not None:
@@ -578,34 +585,15 @@ def _add_noqa(report, missing: list[str], quiet: bool) -> int:
     return 2 if report.errors or missing or errors else 0
 
 
-def _fixed_stdin(args, outcome, sources: dict[str, bytes], relint, report) -> int:
-    """`opscan lint - --fix`: stdout gets the source, fixed; stderr the findings that remain."""
-    from opscan.output import render
-
+def _print_fixed(outcome, sources: dict[str, bytes]) -> str | None:
+    """`opscan lint - --fix`: the source on stdout, fixed (as it came where nothing was); why it could not be, or None."""
     (key, original), = sources.items()
-    fixed = outcome.sources.get(key, original)
-    if relint is not None:
-        report = relint({key: fixed})
     try:
-        sys.stdout.buffer.write(fixed)
+        sys.stdout.buffer.write(outcome.sources.get(key, original))
         sys.stdout.flush()
     except OSError as exc:
-        print(f"opscan: error: cannot write the fixed source: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    for notice in outcome.notices:
-        print(notice, file=sys.stderr)
-    if not args.quiet:
-        report.notices = [n for n in report.notices if not n.startswith("warning:")]
-        if outcome.count:
-            report.notices.append(f"Fixed {outcome.count} error{'s' if outcome.count != 1 else ''}.")
-        if outcome.fixed and args.exit_non_zero_on_fix and not args.exit_zero:
-            report.outcome = 1
-        sys.stderr.write(render(report, "text", statistics=args.statistics))
-    if args.exit_zero:
-        return 0
-    if report.findings:
-        return 1
-    return 1 if outcome.fixed and args.exit_non_zero_on_fix else 0
+        return f"cannot write the fixed source: {exc.strerror or exc}"
+    return None
 
 
 assert set(LINT_FORMATS) <= set(FORMATS)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,6 +78,19 @@ def test_stdin_fix_prints_the_fixed_source_and_writes_nothing(tmp_path):
     # What it printed is clean.
     again = _cli(["--stdin-filename", "train.py", "-"], project, proc.stdout)
     assert again.returncode == 0, again.stdout
+
+
+def test_stdin_fix_writes_what_remains_to_the_output_file(tmp_path):
+    """-o gets the report, in --output-format, and stdout the fixed source: -o was ignored, and the report went to stderr as text."""
+    project = _project(tmp_path)
+    source = b"import random\n\nimport torch\n\ntorch.manual_seed(0)\nrandom.random()\n"  # DET001, DET002 fixed; DET009 remains
+    proc = _cli(["--stdin-filename", "train.py", "--fix", "--output-format", "json", "-o", "report.json", "-"], project, source)
+    assert proc.returncode == 1, proc.stderr
+    assert b"torch.use_deterministic_algorithms(True)" in proc.stdout and proc.stderr == b""
+    assert [f["code"] for f in json.loads((project / "report.json").read_text())] == ["DET009"]
+    text = _cli(["--stdin-filename", "train.py", "--fix", "-o", "report.txt", "-"], project, source)
+    assert text.stdout == proc.stdout and text.stderr == b""
+    assert re.match(r"train\.py:\d+:1: DET009 .*\nFixed 2 errors\.\nFound 1 error\.\n$", (project / "report.txt").read_text())
 
 
 def test_stdin_fix_without_fixes_echoes_the_source(tmp_path):
