@@ -149,7 +149,13 @@ def run(args: argparse.Namespace) -> int:
                 bar.close()
             return emit(report, args)
         report = _fresh(args)
-    except (build.ReportError, matrix.ReportFileError) as exc:
+    except matrix.ReportFileError as exc:
+        # A saved report that cannot be read is this run's input failing, as a record is for compare: an error in
+        # the report, so that json is still json (it printed nothing), and -o's file is left as it was (emit).
+        from opscan.findings import Problem, Report
+
+        return emit(Report("report", errors=[Problem(str(exc), exc.path)]), args)
+    except build.ReportError as exc:
         return error(str(exc))
     except build.SweepInterrupted as exc:
         said = "interrupted" if exc.signum == signal.SIGINT else "terminated"

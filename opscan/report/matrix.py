@@ -191,7 +191,11 @@ MAX_REPORT_BYTES = 64 * 1024 * 1024
 
 
 class ReportFileError(ValueError):
-    """A file that is not a saved `opscan report --output-format json`."""
+    """A file that is not a saved `opscan report --output-format json`; `path` names it where known."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 def load(path: str) -> Report:
@@ -201,14 +205,17 @@ def load(path: str) -> Report:
     try:
         raw = read_bytes(path, what="a saved report", limit=MAX_REPORT_BYTES)
     except NotReadable as exc:  # /dev/zero never ends, a named pipe blocks: refused before reading
-        raise ReportFileError(str(exc)) from None
+        raise ReportFileError(str(exc), path) from None
     except OSError as exc:
-        raise ReportFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ReportFileError(f"cannot read {path}: {exc.strerror or exc}", path) from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ReportFileError(f"{path} is not json: {exc}") from None
-    return from_json(data, path)
+        raise ReportFileError(f"{path} is not json: {exc}", path) from None
+    try:
+        return from_json(data, path)
+    except ReportFileError as exc:
+        raise ReportFileError(str(exc), path) from None
 
 
 def from_json(data, where: str = "the report") -> Report:

@@ -93,7 +93,6 @@ def test_output_file_is_replaced_whole(tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--load", "missing.json"], "cannot read missing.json"),
         (["--diff", "a.json", "b.json", "c.json"], "--diff takes one report"),
         (["--time-limit", "5"], "--time-limit goes with --sweep"),
         (["--ops", "index_*"], "--ops goes with --sweep"),
@@ -118,6 +117,28 @@ def test_bad_input_is_a_clear_error(args, message):
     assert rc == 2 and message in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
+def test_a_saved_report_that_cannot_be_read_is_an_error_in_the_report(fmt):
+    """As compare's missing record: json is still json (it printed nothing but a line on stderr), and the error is in every format."""
+    rc, out, err = opscan_report("--load", "missing.json", "--output-format", fmt)
+    assert rc == 2 and "Traceback" not in err
+    message = "cannot read missing.json: No such file or directory"
+    if fmt == "json":
+        doc = json.loads(out)
+        assert (doc["command"], doc["errors"], doc["tables"]) == ("report", [{"message": message, "target": "missing.json"}], [])
+    else:
+        assert message in out
+    assert err == ("" if fmt == "text" else f"opscan: error: {message}\n")  # text on stdout says it once, as every command
+
+
+def test_an_unreadable_saved_report_leaves_the_output_file_as_it_was(tmp_path):
+    out = tmp_path / "r.json"
+    out.write_text("last good report\n")
+    rc, _, err = opscan_report("--diff", "missing.json", str(NEW), "--output-format", "json", "-o", str(out))
+    assert rc == 2 and out.read_text() == "last good report\n"
+    assert err == f"opscan: error: cannot read missing.json: No such file or directory\nopscan: {out} not written: the run stopped before any result\n"
+
+
 def test_files_that_are_not_reports(tmp_path):
     cases = {
         "not-json.json": "{not json",
@@ -128,29 +149,31 @@ def test_files_that_are_not_reports(tmp_path):
     }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
-        rc, _, err = opscan_report("--load", str(tmp_path / name))
+        rc, out, err = opscan_report("--load", str(tmp_path / name), "--output-format", "json")
         assert rc == 2 and "Traceback" not in err and "opscan: error:" in err, (name, err)
+        assert json.loads(out)["errors"][0]["target"] == str(tmp_path / name)
 
 
 def test_a_report_path_that_is_not_a_report_file_says_what_it_is(tmp_path, monkeypatch):
     """A directory was "cannot read: Is a directory"; /dev/zero was read until memory ran out (opscan._read refuses devices)."""
     from opscan.report import matrix
 
-    rc, out, err = opscan_report("--load", str(tmp_path))
-    assert (rc, out) == (2, "") and err == f"opscan: error: {tmp_path} is a directory, not a saved report\n"
-    rc, _, err = opscan_report("--diff", str(tmp_path), str(NEW))
+    rc, out, err = opscan_report("--load", str(tmp_path), "--output-format", "json")
+    assert (rc, json.loads(out)["errors"][0]["message"]) == (2, f"{tmp_path} is a directory, not a saved report")
+    assert err == f"opscan: error: {tmp_path} is a directory, not a saved report\n"
+    rc, _, err = opscan_report("--diff", str(tmp_path), str(NEW), "--output-format", "json")
     assert rc == 2 and err == f"opscan: error: {tmp_path} is a directory, not a saved report\n"
     monkeypatch.setattr(matrix, "MAX_REPORT_BYTES", 1024 * 1024)
     big = tmp_path / "big.json"
     big.write_bytes(b" " * (1024 * 1024 + 1))
-    rc, _, err = opscan_report("--load", str(big))
+    rc, _, err = opscan_report("--load", str(big), "--output-format", "json")
     assert rc == 2 and err == f"opscan: error: {big} is larger than 1 MB, too large for a saved report\n"
 
 
 def test_a_report_nested_too_deeply_for_json_is_not_json(tmp_path):
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000)
-    rc, _, err = opscan_report("--load", str(deep))
+    rc, _, err = opscan_report("--load", str(deep), "--output-format", "json")
     assert rc == 2 and err.startswith(f"opscan: error: {deep} is not json: ") and "Traceback" not in err, err
 
 
