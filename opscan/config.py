@@ -12,7 +12,7 @@ Per-command sections, as ruff has `[tool.ruff.lint]`:
     torch-version                   overrides the common key for lint
     roots                           folders, besides the root, in which project imports resolve (default: ["src"])
   [tool.opscan.scan]
-    device, max-steps, input-shape  defaults for the flags of the same names
+    device, max-steps, input-shape  defaults for the flags of the same names (record reads them too)
   [tool.opscan.bench]
     device, input-shape, rounds, warmup   defaults for the flags of the same names
 

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         return error(f"{_who(rank)}{exc}")
     try:
         result = record(
-            target, path, device=device, steps=args.steps or 1, seed=seed, deterministic=args.deterministic,
+            target, path, device=device, steps=args.steps or settings.max_steps or 1, seed=seed, deterministic=args.deterministic,
             benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape, scheme=args.fingerprint,
             make_recorder=make_recorder, notices=[notice] if notice else [],
         )  # fmt: skip

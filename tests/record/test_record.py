@@ -8,6 +8,7 @@ import json
 import math
 import random
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -192,6 +193,18 @@ def test_seed_deterministic_and_benchmark_flags_reach_the_header(capsys, tmp_pat
     assert rc == 0, err
     assert read(path)["header"]["env"]["cudnn_benchmark"] is True
     assert not torch.are_deterministic_algorithms_enabled() and not torch.backends.cudnn.benchmark
+
+
+def test_the_step_count_comes_from_the_scan_section_as_scan_takes_it(capsys, tmp_path):
+    """[tool.opscan.scan] max-steps, as device and input-shape already were; record took 1 step whatever it said."""
+    shutil.copy(FIXTURES / "models.py", tmp_path / "models.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan.scan]\nmax-steps = 2\n")
+    rc, _, err = record(capsys, "models.py:build_clean", *CPU, "-o", "r.jsonl", cwd=tmp_path)
+    assert rc == 0, err
+    assert [s["step"] for s in read(tmp_path / "r.jsonl")["steps"]] == [0, 1]
+    rc, _, err = record(capsys, "models.py:build_clean", "--steps", "1", *CPU, "-o", "r.jsonl", cwd=tmp_path)  # the flag wins
+    assert rc == 0, err
+    assert [s["step"] for s in read(tmp_path / "r.jsonl")["steps"]] == [0]
 
 
 def test_a_script_is_recorded_until_steps(capsys, tmp_path):
