@@ -259,8 +259,8 @@ def test_fix_and_add_noqa_leave_a_read_only_file_alone(inputs, no_override):
     script = inputs / "sub" / "t.py"
     script.chmod(0o444)
     fix = _opscan(["lint", "--no-cache", "--fix", "sub/t.py"], inputs, preexec_fn=no_override)
-    assert "warning: not fixed: cannot write sub/t.py: Permission denied" in fix.stderr
-    assert fix.returncode == 1 and "sub/t.py:3:1: DET001" in fix.stdout  # what remains, as after any fix that was not made
+    assert "error: cannot write sub/t.py: Permission denied; its fixes were not applied" in fix.stdout
+    assert fix.returncode == 2 and "sub/t.py:3:1: DET001" in fix.stdout  # an I/O error, as add-noqa's; its findings remain
     noqa = _opscan(["lint", "--no-cache", "--add-noqa", "sub/t.py"], inputs, preexec_fn=no_override)
     assert noqa.returncode == 2 and "opscan: error: no noqa added to sub/t.py: Permission denied" in noqa.stderr
     assert script.read_text() == LINTED and stat.S_IMODE(script.stat().st_mode) == 0o444

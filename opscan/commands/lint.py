@@ -334,6 +334,7 @@ def _run(args: argparse.Namespace) -> int:
             report = remaining
         else:
             report.notices += outcome.notices
+        report.errors += outcome.errors  # the other files are fixed; these stopped part of the run (exit 2)
 
     from opscan.output import render, withhold, write
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from opscan.findings import Finding, Report
+from opscan.findings import Finding, Problem, Report
 from opscan.fsutil import ChangedOnDiskError, atomic_write_bytes
 from opscan.lint.facts import source_lines
 from opscan.lint.fix.planner import NEWLINE, CannotFix, Planner
@@ -51,11 +51,13 @@ class AppliedFix:
 
 @dataclass
 class FixOutcome:
-    """What `apply` did: the fixes applied (or, with --diff, that would be), the diff, and warnings."""
+    """What `apply` did: the fixes applied (or, with --diff, that would be), the diff, warnings and errors."""
 
     diff: str = ""
     fixed: list[AppliedFix] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    # Files whose fixes could not be written (an I/O error, as ruff's E902): the run's errors, exit 2.
+    errors: list[Problem] = field(default_factory=list)
     # Fixes that were not applied because they are unsafe and --unsafe-fixes was not given.
     unsafe_available: int = 0
     # The fixed bytes of each file changed, by real path (what `opscan lint - --fix` prints).
@@ -197,7 +199,7 @@ def apply(
                 outcome.notices.append(f"warning: not fixed: {state.display} changed on disk since it was read")
                 continue
             except OSError as exc:
-                outcome.notices.append(f"warning: not fixed: cannot write {state.display}: {exc.strerror or exc}")
+                outcome.errors.append(Problem(f"cannot write {state.display}: {exc.strerror or exc}; its fixes were not applied", state.display))
                 continue
         diffs.append(unified_diff(state.text, state.current, state.display))
         outcome.fixed.extend(AppliedFix(state.display, f.code, f) for f in state.applied)

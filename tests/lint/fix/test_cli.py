@@ -231,7 +231,7 @@ def test_symlink_is_followed_and_kept(tmp_path):
     assert link.is_symlink() and real.read_bytes() == expected(SEEDS_ONLY)
 
 
-def test_unwritable_folder_is_reported(tmp_path, monkeypatch):
+def test_unwritable_folder_is_an_error(tmp_path, monkeypatch):
     path = put(tmp_path, SEEDS_ONLY)
     before = path.read_bytes()
 
@@ -241,8 +241,26 @@ def test_unwritable_folder_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(fsutil.tempfile, "mkstemp", no_write_permission)
     run = opscan(tmp_path, "lint", "--fix", "--no-cache", "train.py")
     assert path.read_bytes() == before
-    assert "warning: not fixed: cannot write train.py: Permission denied" in run.err and "Traceback" not in run.err
-    assert run.rc == 1
+    assert "error: cannot write train.py: Permission denied; its fixes were not applied" in run.out and "Traceback" not in run.err
+    assert run.rc == 2
+
+
+def test_read_only_file_is_an_error_and_the_others_are_fixed(tmp_path, monkeypatch):
+    """As ruff reports an I/O error: it was a warning, and the run exited 1 as if the findings alone remained."""
+    locked = put(tmp_path, SEEDS_ONLY, "locked.py")
+    put(tmp_path, SEEDS_ONLY)
+    before = locked.read_bytes()
+    access = os.access
+
+    def read_only(path, mode, *args, **kwargs):  # chmod 444 is no test under root: refuse as the OS would
+        return False if mode == os.W_OK and os.path.basename(path) == "locked.py" else access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(fsutil.os, "access", read_only)
+    run = opscan(tmp_path, "lint", "--fix", "--no-cache", "--output-format", "json", "locked.py", "train.py")
+    assert run.rc == 2 and "Traceback" not in run.err
+    assert run.err == "opscan: error: cannot write locked.py: Permission denied; its fixes were not applied\n"
+    assert locked.read_bytes() == before and (tmp_path / "train.py").read_bytes() == expected(SEEDS_ONLY)
+    assert {f["path"] for f in json.loads(run.out)} == {"locked.py"}  # its findings remain
 
 
 def test_byte_order_mark_is_kept(tmp_path):
