@@ -29,6 +29,19 @@ NEWEST_TORCH = "2.14"
 class RulesError(ValueError):
     """The rules data is malformed."""
 
+    @property
+    def problem(self) -> str:
+        """The message to give the user."""
+        return f"the rules data is malformed: {self}"
+
+
+class RulesMissing(RulesError):
+    """The rules data is not there (a copy of the package without the rules/ folder beside it)."""
+
+    @property
+    def problem(self) -> str:
+        return str(self)
+
 
 def rules_dir() -> Path:
     """Where the data lives: bundled in the wheel, or `rules/` in a source checkout."""
@@ -831,6 +844,11 @@ def load(directory: str | None = None) -> RuleDB:
 
 def _database(base: Path, sources: list[tuple[str, bytes]], parsed: dict[str, dict], need_releases: bool) -> RuleDB:
     """The database of these files; each one's table from `parsed` where it is there, else from its TOML."""
+    if need_releases and not sources:  # every command reads the releases; none at all was an IndexError deep in lint
+        raise RulesMissing(
+            f"opscan's rules data is missing: {base} holds no rules file (*.toml); "
+            "reinstall opscan, or run it from a checkout that has its rules/ folder"
+        )
     ops: list[OpRule] = []
     seen: set[str] = set()
     releases: tuple[str, ...] | None = None
@@ -860,6 +878,6 @@ def _database(base: Path, sources: list[tuple[str, bytes]], parsed: dict[str, di
                 raise RulesError(f"{path.name}: duplicate id {entry.id!r}")
             seen.add(entry.id)
             silent.append(entry)
-    if ops and releases is None and need_releases:
+    if releases is None and need_releases:
         raise RulesError(f"{base}: no file defines [releases] known")
     return RuleDB(tuple(ops), releases or (), tuple(environment), tuple(silent))

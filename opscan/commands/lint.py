@@ -244,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"opscan: error: {exc}", file=sys.stderr)
         return 2
     except RulesError as exc:
-        print(f"opscan: error: the rules data is malformed: {exc}", file=sys.stderr)
+        print(f"opscan: error: {exc.problem}", file=sys.stderr)
         return 2
     for warning in cfg.warnings:
         print(warning, file=sys.stderr)
@@ -288,7 +288,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         report = lint()
     except RulesError as exc:
-        print(f"opscan: error: the rules data is malformed: {exc}", file=sys.stderr)
+        print(f"opscan: error: {exc.problem}", file=sys.stderr)
         return 2
     if args.verbose:
         for line in [f"targets torch {line}" for line in _torch_lines(targets)] + _unresolved_lines(cfg, unresolved or {}):

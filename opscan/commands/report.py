@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         return error(problem)
     from opscan.report import build, diff, matrix
+    from opscan.rules import RulesError
 
     try:
         if args.load:
@@ -157,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         return emit(Report("report", errors=[Problem(str(exc), exc.path)]), args)
     except build.ReportError as exc:
         return error(str(exc))
+    except RulesError as exc:  # opscan's own data, missing or malformed: no report can be made (it was a traceback)
+        return error(exc.problem)
     except build.SweepInterrupted as exc:
         said = "interrupted" if exc.signum == signal.SIGINT else "terminated"
         print(f"opscan: {said}: {exc}", file=sys.stderr)

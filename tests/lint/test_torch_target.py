@@ -83,6 +83,25 @@ def test_the_bundled_data_must_define_the_releases(tmp_path, monkeypatch):
         load.__wrapped__()
 
 
+@pytest.mark.parametrize("command", [["lint", "--no-cache", "train.py"], ["report", "--device", "none", "--torch-version", "2.9"]])
+def test_a_copy_of_the_package_without_its_rules_is_a_clear_error(tmp_path, command):
+    """opscan/ copied without the rules/ folder beside it: an IndexError traceback in TorchRange.from_spec."""
+    import shutil
+
+    package = Path(engine.__file__).parents[1]
+    shutil.copytree(package, tmp_path / "copy" / "opscan", ignore=shutil.ignore_patterns("__pycache__", "_rules"))
+    (tmp_path / "train.py").write_text("import torch\n\ntorch.manual_seed(0)\n")
+    env = {**subprocess_env(), "PYTHONPATH": str(tmp_path / "copy")}
+    proc = subprocess.run([sys.executable, "-m", "opscan", *command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    folder = tmp_path / "copy" / "rules"
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == (
+        f"opscan: error: opscan's rules data is missing: {folder} holds no rules file (*.toml); "
+        "reinstall opscan, or run it from a checkout that has its rules/ folder\n"
+    )
+    assert not folder.exists()
+
+
 # ---------------------------------------------------------------- specifiers, against an oracle
 
 
