@@ -9,6 +9,7 @@ command made it, so a new command needs no change here.
 from __future__ import annotations
 
 
+from opscan._plain import Plain
 from opscan._version import __version__
 from opscan.findings import Finding, Report, Table
 
@@ -267,8 +268,21 @@ def _text_table(table: Table) -> list[str]:
     return lines
 
 
-def _statistic_rows(report: Report) -> list[dict]:
-    """A count per rule, most frequent first, in ruff's `--statistics` keys: code, name, count, fixable (a safe fix)."""
+class Statistic(Plain):
+    """One rule's line of `--statistics`, in ruff's keys: how often it fired, and whether it has a safe fix."""
+
+    _fields = ("code", "name", "count", "fixable")
+    __slots__ = _fields
+
+    def __init__(self, code: str, name: str, count: int, fixable: bool):
+        self.code = code
+        self.name = name
+        self.count = count
+        self.fixable = fixable
+
+
+def _statistic_rows(report: Report) -> list[Statistic]:
+    """A count per rule, most frequent first."""
     counts: dict[str, int] = {}  # plain dicts: collections is not otherwise imported when lint starts
     fixable: set[str] = set()
     for f in report.findings:
@@ -278,12 +292,12 @@ def _statistic_rows(report: Report) -> list[dict]:
     rows = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         info = report.rule(code)
-        rows.append({"code": code, "name": info.name if info else "", "count": n, "fixable": code in fixable})
+        rows.append(Statistic(code, info.name if info else "", n, code in fixable))
     return rows
 
 
 def _statistics(report: Report) -> str:
-    lines = [f"{row['count']:5d}\t{row['code']}\t{'[*]' if row['fixable'] else '   '} {row['name']}" for row in _statistic_rows(report)]
+    lines = [f"{row.count:5d}\t{row.code}\t{'[*]' if row.fixable else '   '} {row.name}" for row in _statistic_rows(report)]
     if not lines:
         lines.append("All checks passed!")
     return "\n".join(lines) + "\n"
@@ -293,7 +307,8 @@ def _statistics_json(report: Report) -> str:
     import json
 
     # `[]` for a clean run, where ruff prints nothing: a reader of the json always gets json.
-    return json.dumps(_statistic_rows(report), indent=2) + "\n"
+    rows = [{name: getattr(row, name) for name in Statistic._fields} for row in _statistic_rows(report)]
+    return json.dumps(rows, indent=2) + "\n"
 
 
 # ---------------------------------------------------------------- json
