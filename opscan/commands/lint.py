@@ -291,7 +291,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"opscan: error: {exc.problem}", file=sys.stderr)
         return 2
     if args.verbose:
-        for line in [f"targets torch {line}" for line in _torch_lines(targets)] + _unresolved_lines(cfg, unresolved or {}):
+        for line in _target_lines(targets) + _unresolved_lines(cfg, unresolved or {}):
             print(f"opscan: {line}", file=sys.stderr)
 
     if args.add_noqa:
@@ -437,9 +437,13 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
     from opscan.lint import engine
     from opscan.lint.rules import OPT_IN, lint_codes
 
+    from opscan.lint.frameworks import VERSIONED
+
     files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
     for path in files:
         targets.for_file(path)
+        for name in VERSIONED:  # what a rule would read for the file, were its helpers called
+            targets.package(name).for_file(path)
     for line in notices + [w for w in targets.warnings if w not in notices]:
         print(line, file=sys.stderr)
     for path in missing:
@@ -464,11 +468,16 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
     ]
     width = max(len(name) for name, _ in rows) + 2
     out = [f"{name.ljust(width)}{value}" for name, value in rows]
-    torch = _torch_lines(targets)
-    out.append(f"{'torch'.ljust(width)}{torch[0] if len(torch) == 1 else 'per project folder:'}")
-    if len(torch) > 1:
-        out += [f"  {line}" for line in torch]
+
+    def versions(name: str, lines: list[str]) -> None:
+        out.append(f"{name.ljust(width)}{lines[0] if len(lines) == 1 else 'per project folder:'}")
+        if len(lines) > 1:
+            out.extend(f"  {line}" for line in lines)
+
+    versions("torch", _torch_lines(targets))
     out += [f"{'known releases'.ljust(width)}{targets.known[0]} to {targets.known[-1]} (rules/torch.toml)"]
+    for name in VERSIONED:
+        versions(name, _range_lines(targets.package(name)))
     from opscan.output import write
 
     try:
@@ -480,18 +489,32 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
     return 2 if missing else 0
 
 
+def _target_lines(targets) -> list[str]:
+    """What -v says of the versions lint read: torch's, then each other package's a rule asked about."""
+    lines = [f"targets torch {line}" for line in _torch_lines(targets)]
+    for name, found in targets.packages().items():
+        lines += [f"targets {name} {line}" for line in _range_lines(found, fallback=False)]
+    return lines
+
+
 def _torch_lines(targets) -> list[str]:
     """One line per torch range the files target: the releases, where they came from, and for how many files."""
+    return _range_lines(targets, fixed=targets.fixed)
+
+
+def _range_lines(found, *, fixed=None, fallback: bool = True) -> list[str]:
+    """One line per range of versions a TorchTargets or PackageVersions gave the files: the versions, where
+    they came from, and for how many files; with nothing given and `fallback`, what a file here would get."""
     from opscan.lint import engine
 
-    used = targets.summary()
-    if not used:  # nothing linted: what a file here would target
-        used = [(targets.fixed or targets.fallback(), "", 0)]
+    used = found.summary()
+    if not used and fallback:  # nothing linted: what a file here would get
+        used = [(fixed or found.fallback(), "", 0)]
     lines = []
-    for torch, folder, count in sorted(used, key=lambda u: (u[1], str(u[0]))):
+    for versions, folder, count in sorted(used, key=lambda u: (u[1], str(u[0]))):
         files = f" ({count} file{'s' if count != 1 else ''})" if count else ""
         under = f"{engine.display_path(folder) if folder else 'every file'}: " if len(used) > 1 else ""
-        lines.append(f"{under}{torch}, from {torch.where}{files}")
+        lines.append(f"{under}{versions}, from {versions.where}{files}")
     return lines
 
 

@@ -466,7 +466,8 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                 taken: list[int] = []
                 payload = work(draw(w, taken), tick, w)
                 used = linter.cache.used if linter.cache is not None else set()
-                state = (taken, payload, used, linter.noqa_used, linter.deps(), linter.too_deep, linter.too_long)
+                packages = linter.targets.packages_used() if linter.targets is not None else {}
+                state = (taken, payload, used, linter.noqa_used, linter.deps(), linter.too_deep, linter.too_long, packages)
                 with os.fdopen(write_end, "wb") as out:
                     out.write(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
                 status = 0
@@ -489,7 +490,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         if status != 0:
             continue
         try:
-            taken, result, used, noqa_used, deps, too_deep, too_long = pickle.loads(payload)
+            taken, result, used, noqa_used, deps, too_deep, too_long, packages = pickle.loads(payload)
         except Exception:  # a truncated payload: its items are done here
             continue
         if linter.cache is not None:
@@ -498,6 +499,8 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         linter.child_deps |= deps
         linter.too_deep |= too_deep
         linter.too_long |= too_long
+        if packages:  # the versions of other packages its rules asked for, for -v
+            linter.targets.adopt_packages(packages)
         done.append((taken, result))
     draw.close()
     covered = {i for taken, _ in done for i in taken}

@@ -850,6 +850,9 @@ HELPERS: tuple[Helper, ...] = (
 BY_NAME: dict[str, Helper] = {name: helper for helper in HELPERS for name in helper.names}
 """Every catalogue name -> its entry."""
 
+VERSIONED: tuple[str, ...] = tuple(sorted({h.idiom.since[0] for h in HELPERS if h.idiom is not None and h.idiom.since is not None}))
+"""The distributions whose version a rule may read for a file (opscan.lint.target.PackageVersions), for --show-settings."""
+
 MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {name: helper.model for name, helper in BY_NAME.items()}
 """Every catalogue name -> the function of a call's literal arguments that returns its effects."""
 

@@ -188,6 +188,21 @@ class Versions:
     def __repr__(self) -> str:
         return f"Versions({[s.text for s in self.specs] if self.specs is not None else None!r}, where={self.where!r})"
 
+    def __str__(self) -> str:
+        """As -v and --show-settings name it: '>=0.29', '==0.28.0 or >=0.30', 'any version'."""
+        return " or ".join(s.text for s in self.specs) if self.specs is not None else "any version"
+
+    def _key(self) -> tuple:
+        return (tuple(s.text for s in self.specs) if self.specs is not None else None, self.where)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:  # summed up per range for -v, across worker processes too
+        return hash(self._key())
+
     def union(self, other: Versions, where: str) -> Versions:
         if self.specs is None or other.specs is None:
             return Versions(None, where)
@@ -846,6 +861,20 @@ class _Walk:
         self.stop_at = Path(os.path.abspath(stop_at)) if stop_at is not None else None
         self._reader = reader
         self._folders: dict[str, tuple[Any, str] | None] = {}  # folder -> (versions, the folder they were declared in)
+        self.used: dict[tuple[Any, str], set[str]] = {}  # (versions, project folder or "") -> the files given them
+
+    def _note(self, path: Path | str, found: tuple[Any, str]) -> Any:
+        """`found`'s versions, noted as given to the file `path` (for summary)."""
+        key = (found[0], found[1])
+        files = self.used.get(key)
+        if files is None:
+            files = self.used[key] = set()
+        files.add(str(path))
+        return found[0]
+
+    def summary(self) -> list[tuple[Any, str, int]]:
+        """(versions, the folder that declared them or "", how many files) for every range given so far."""
+        return [(r, folder, len(files)) for (r, folder), files in self.used.items()]
 
     def _union(self, declarations: list[Declaration]) -> Any:
         raise NotImplementedError
@@ -954,13 +983,9 @@ class TorchTargets(_Walk):
             self.fixed = TorchRange.from_spec(configured, self.known, configured_from, label=f"torch {configured} (from {configured_from})")
             if self.fixed.warning:
                 self.warnings.append(f"warning: {self.fixed.warning}")
-        self.used: dict[tuple[TorchRange, str], int] = {}  # (range, project folder or "") -> files
 
     def for_file(self, path: Path | str) -> TorchRange:
-        found = self._lookup(path)
-        key = (found[0], found[1])
-        self.used[key] = self.used.get(key, 0) + 1
-        return found[0]
+        return self._note(path, self._lookup(path))
 
     def _lookup(self, path: Path | str) -> tuple[TorchRange, str]:
         if self.fixed is not None:
@@ -990,10 +1015,6 @@ class TorchTargets(_Walk):
     def _union(self, declarations: list[Declaration]) -> TorchRange:
         return _union(declarations)
 
-    def summary(self) -> list[tuple[TorchRange, str, int]]:
-        """(range, the folder that declared it or "", how many files) for every range used so far."""
-        return [(r, folder, n) for (r, folder), n in self.used.items()]
-
     def package(self, name: str) -> PackageVersions:
         """The versions of the package `name` (normalized) that each file's project may use, read as
         torch's are (nothing configures them) when first asked, into the same `read` and `listed`."""
@@ -1001,6 +1022,21 @@ class TorchTargets(_Walk):
         if found is None:
             found = self._packages[name] = PackageVersions(name, installed=self._installed_others, stop_at=self.stop_at, read=self.read, listed=self.listed)
         return found
+
+    def packages(self) -> dict[str, PackageVersions]:
+        """The packages asked about so far, by name, in name order."""
+        return dict(sorted(self._packages.items()))
+
+    def packages_used(self) -> dict[str, dict[tuple[Versions, str], set[str]]]:
+        """What `package()` gave which files, to send from a worker process to adopt_packages."""
+        return {name: found.used for name, found in self._packages.items()}
+
+    def adopt_packages(self, used: dict[str, dict[tuple[Versions, str], set[str]]]) -> None:
+        """Take in what `package()` gave in a worker process (packages_used), for -v."""
+        for name, given in used.items():
+            mine = self.package(name).used
+            for key, files in given.items():
+                mine.setdefault(key, set()).update(files)
 
 
 class PackageVersions(_Walk):
@@ -1034,7 +1070,7 @@ class PackageVersions(_Walk):
 
     def for_file(self, path: Path | str) -> Versions:
         found = self._folder(os.path.dirname(os.path.abspath(path)))
-        return found[0] if found is not None else self.fallback()
+        return self._note(path, found if found is not None else (self.fallback(), ""))
 
     def _union(self, declarations: list[Declaration]) -> Versions:
         wheres = [d.range.where for d in declarations]

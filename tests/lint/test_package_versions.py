@@ -187,6 +187,58 @@ def test_a_requirement_that_cannot_be_read_admits_any_version_without_a_word(tmp
     assert RAW in {f.message.partition("; ")[2] for f in report.findings}
 
 
+# ---------------------------------------------------------------- what -v and --show-settings say
+
+
+def _lint(folder: Path, capsys, *args: str) -> tuple[int, str, str]:
+    from opscan.cli import main
+
+    with chdir(folder):
+        rc = main(["lint", "--no-cache", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_verbose_names_each_package_range_read_and_where_it_came_from(tmp_path, capsys):
+    _write(tmp_path, {
+        ".git/HEAD": "ref: x\n",
+        "a/requirements.txt": "torch==2.4.1\naccelerate>=0.29\n", "a/train.py": SCRIPT, "a/eval.py": SCRIPT,
+        "b/train.py": SCRIPT, "c/train.py": "import torch\n\ntorch.manual_seed(0)\n",
+    })  # fmt: skip
+    rc, out, err = _lint(tmp_path, capsys, "-v", ".")
+    lines = [line for line in err.splitlines() if line.startswith("opscan: targets ")]
+    assert lines == [
+        "opscan: targets torch every file: 1.8 to 2.14, from every release the rules know (2 files)",
+        "opscan: targets torch a: 2.4, from a/requirements.txt: torch==2.4.1 (2 files)",
+        # c/train.py calls no accelerate helper: nothing was read for it
+        "opscan: targets accelerate every file: any version, from no accelerate declared or installed (1 file)",
+        "opscan: targets accelerate a: >=0.29, from a/requirements.txt: accelerate>=0.29 (2 files)",
+    ]
+    rc, out, err = _lint(tmp_path / "a", capsys, "-v", "train.py")
+    assert "opscan: targets accelerate >=0.29, from requirements.txt: accelerate>=0.29 (1 file)" in err.splitlines()
+    rc, out, err = _lint(tmp_path / "c", capsys, "-v", "train.py")
+    assert "targets accelerate" not in err and "targets transformers" not in err  # nothing read, nothing said
+
+
+def test_show_settings_names_the_range_of_each_package_a_rule_may_read(tmp_path, capsys):
+    _write(tmp_path, {
+        ".git/HEAD": "ref: x\n", "a/uv.lock": '[[package]]\nname = "accelerate"\nversion = "0.28.0"\n', "a/train.py": SCRIPT,
+        "b/pyproject.toml": '[project]\nname = "b"\ndependencies = ["transformers>=4.19"]\n', "b/train.py": SCRIPT,
+    })  # fmt: skip
+    rc, out, err = _lint(tmp_path, capsys, "--show-settings", ".")
+    assert rc == 0 and err == ""
+    assert (
+        "accelerate        per project folder:\n"
+        "  every file: any version, from no accelerate declared or installed (1 file)\n"
+        "  a: 0.28.0, from a/uv.lock: accelerate 0.28.0 (1 file)\n"
+        "transformers      per project folder:\n"
+        "  every file: any version, from no transformers declared or installed (1 file)\n"
+        '  b: >=4.19, from b/pyproject.toml [project] dependencies: transformers>=4.19 (1 file)\n'
+    ) in out
+    rc, out, err = _lint(tmp_path / "a", capsys, "--show-settings", "train.py")
+    assert "accelerate        0.28.0, from uv.lock: accelerate 0.28.0 (1 file)\n" in out
+
+
 # ---------------------------------------------------------------- the installed package
 
 
@@ -306,14 +358,18 @@ def test_a_worker_process_reports_what_it_read_for_accelerate(tmp_path, monkeypa
     real = engine._lint_in_processes
     monkeypatch.setattr(engine, "_lint_in_processes", lambda *a: forked.append(1) or real(*a))
     deps: set[str] = set()
+    targets = engine.torch_targets(Config(root=tree), NEWEST_TORCH)
     with chdir(tree):
-        report = engine.run(["."], Config(root=tree), torch_version=NEWEST_TORCH, use_cache=False, deps=deps)
+        report = engine.run(["."], Config(root=tree), targets=targets, use_cache=False, deps=deps)
     assert forked
     messages = {f.path: f.message for f in report.findings if f.code == "DET001"}
     assert all(IDIOM in messages[f"job{i}/train.py"] for i in range(6))
     assert RAW in messages["undeclared/train.py"]
     assert {str(tree / f"job{i}" / "requirements.txt") for i in range(6)} <= deps
     assert listing(os.path.abspath(site), ("accelerate",)) in deps  # the installed one was looked for, for `undeclared`
+    # And what it gave which file, for -v: every file, whichever process linted it.
+    given = {(str(v), folder): n for v, folder, n in targets.package("accelerate").summary()}
+    assert given == {**{(">=0.29", str(tree / f"job{i}")): 1 for i in range(6)}, ("any version", ""): 1}
 
 
 def test_a_run_with_no_such_helper_reads_nothing_for_it(tmp_path):
