@@ -466,7 +466,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                 taken: list[int] = []
                 payload = work(draw(w, taken), tick, w)
                 used = linter.cache.used if linter.cache is not None else set()
-                packages = linter.targets.packages_used() if linter.targets is not None else {}
+                packages = linter.targets.packages_used() if linter.targets is not None else None
                 state = (taken, payload, used, linter.noqa_used, linter.deps(), linter.too_deep, linter.too_long, packages)
                 with os.fdopen(write_end, "wb") as out:
                     out.write(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
@@ -499,7 +499,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         linter.child_deps |= deps
         linter.too_deep |= too_deep
         linter.too_long |= too_long
-        if packages:  # the versions of other packages its rules asked for, for -v
+        if packages:  # the versions of other packages its rules asked for (for -v), and what was not read
             linter.targets.adopt_packages(packages)
         done.append((taken, result))
     draw.close()
@@ -727,7 +727,6 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
     if targets is None:
         targets = torch_targets(cfg, torch_version)
     torch = {path: targets.for_file(path) for path in files}
-    report.notices += [w for w in targets.warnings if w not in report.notices]
     cache = None
     if use_cache:
         from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
@@ -756,6 +755,8 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
 
     if det010.RULE.code in linter.enabled:  # once every script has said which `# noqa` it needed
         per_file.append(linter.unused_noqa(files))
+    # What could not be read: for torch, before linting; for another package, as a rule asked for it.
+    report.notices += [w for w in targets.warnings if w not in report.notices]
     report.notices += linter.limit_warnings(files)
     # A finding in a helper module may be reached from several scripts: report it once.
     seen: set[tuple] = set()

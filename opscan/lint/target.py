@@ -25,8 +25,9 @@ First found wins:
 
 Several requirements found together (markers, extras, alternative
 requirement files) target the union of what they admit: a rule that holds
-for some targeted release fires. Files that cannot be read, or a torch
-requirement whose version cannot be read, give a warning, never an error.
+for some targeted release fires. Files that cannot be read, or a requirement
+(or installed metadata) whose version cannot be read, give a warning, never
+an error, for torch and the other packages alike.
 Only the standard library is used: lint's install stays small.
 
 The versions of another package a project may use are read the same way,
@@ -269,22 +270,40 @@ class _Reader:
         if text not in self.warnings:
             self.warnings.append(text)
 
-    def _range(self, file: Path, what: str, text: str, spec: str, *, kind: str = "pip") -> TorchRange:
+    def _range(self, file: Path, what: str, text: str, spec: str, *, kind: str = "pip") -> Any:
+        """What a requirement's version `spec` admits; any version where it names none, or where lint
+        cannot read it (with a warning), for torch and the other packages alike."""
         where = _where(file, what, text)
         try:
             specs = [_as_pep440(alt, kind) for alt in _alternatives(spec, kind)]
-            if not specs or not all(specs):  # `torch`, `torch = "*"`: any version
-                return TorchRange.every(self.known, where)
-            ranges = [TorchRange.from_spec(alt, self.known, where, label=where) for alt in specs]
+            if specs and all(specs):  # else `torch`, `torch = "*"`: any version
+                return self._admitted(specs, spec, where, where)
         except VersionError as exc:
-            self._warn(f"{_shown(file)}: cannot read the torch version in {text.strip()!r} ({exc}); targeting every release the rules know")
-            return TorchRange.every(self.known, where)
+            self._warn(f"{_shown(file)}: cannot read the {self.name} version in {text.strip()!r} ({exc}); {self.every}")
+        return self._any(where)
+
+    def installed(self, version: str, meta: str) -> Any:
+        """What the installed package's metadata (`version`, in the folder `meta`) admits; any version,
+        with a warning, where lint cannot read it."""
+        where = f"installed {self.name} {version} ({_shown(meta)})"
+        try:
+            return self._admitted([version], version, where, f"the {where}")
+        except VersionError:
+            self._warn(f"the installed {self.name}'s version {version!r} ({_shown(meta)}) is not one lint can read; {self.every}")
+            return self._any(where)
+
+    def _admitted(self, specs: list[str], spec: str, where: str, label: str) -> TorchRange:
+        """The known releases some of `specs` (alternatives, read from `spec`) admits. Raises VersionError."""
+        ranges = [TorchRange.from_spec(alt, self.known, where, label=label) for alt in specs]
         out = ranges[0]
         for more in ranges[1:]:
             out = out.union(more, where, spec)
-        if out.warning:
+        if out.warning:  # none of them is a release the rules know
             self._warn(out.warning)
         return out
+
+    def _any(self, where: str) -> TorchRange:
+        return TorchRange.every(self.known, where)
 
     def pip_line(self, file: Path, what: str, text: str) -> Declaration | None:
         req = parse_requirement(text)
@@ -560,16 +579,11 @@ class _VersionsReader(_Reader):
         self.conda_names = frozenset({name})
         super().__init__((), warnings, read)
 
-    def _range(self, file: Path, what: str, text: str, spec: str, *, kind: str = "pip") -> Versions:
-        where = _where(file, what, text)
-        try:
-            specs = [_as_pep440(alt, kind) for alt in _alternatives(spec, kind)]
-            if not specs or not all(specs):  # `accelerate`, `accelerate = "*"`: any version
-                return Versions(None, where)
-            return Versions(tuple(parse_specifier(alt) for alt in specs), where)
-        except VersionError as exc:
-            self._warn(f"{_shown(file)}: cannot read the {self.name} version in {text.strip()!r} ({exc}); {self.every}")
-            return Versions(None, where)
+    def _admitted(self, specs: list[str], spec: str, where: str, label: str) -> Versions:
+        return Versions(tuple(parse_specifier(alt) for alt in specs), where)
+
+    def _any(self, where: str) -> Versions:
+        return Versions(None, where)
 
 
 def _locked_versions(raw: bytes, name: str = "torch") -> list[str] | None:
@@ -861,6 +875,7 @@ class _Walk:
         self.stop_at = Path(os.path.abspath(stop_at)) if stop_at is not None else None
         self._reader = reader
         self._folders: dict[str, tuple[Any, str] | None] = {}  # folder -> (versions, the folder they were declared in)
+        self._fallback: Any = None
         self.used: dict[tuple[Any, str], set[str]] = {}  # (versions, project folder or "") -> the files given them
 
     def _note(self, path: Path | str, found: tuple[Any, str]) -> Any:
@@ -875,6 +890,17 @@ class _Walk:
     def summary(self) -> list[tuple[Any, str, int]]:
         """(versions, the folder that declared them or "", how many files) for every range given so far."""
         return [(r, folder, len(files)) for (r, folder), files in self.used.items()]
+
+    def fallback(self) -> Any:
+        """Where the project declares nothing: the installed package's version (unless `installed` is
+        False), else what `_undeclared` gives."""
+        if self._fallback is None:
+            found = installed(self._reader.name, listed=self.listed, read=self.read) if self.installed else None
+            self._fallback = self._reader.installed(*found) if found is not None else self._undeclared()
+        return self._fallback
+
+    def _undeclared(self) -> Any:
+        raise NotImplementedError
 
     def _union(self, declarations: list[Declaration]) -> Any:
         raise NotImplementedError
@@ -977,7 +1003,6 @@ class TorchTargets(_Walk):
         self.installed = installed and os.environ.get(ENV_IGNORE_INSTALLED, "") in ("", "0")
         self._installed_others = installed  # for package(): each has its own variable
         self._packages: dict[str, PackageVersions] = {}
-        self._fallback: TorchRange | None = None
         self.fixed: TorchRange | None = None  # the configured range, which every file gets
         if configured is not None:
             self.fixed = TorchRange.from_spec(configured, self.known, configured_from, label=f"torch {configured} (from {configured_from})")
@@ -994,23 +1019,8 @@ class TorchTargets(_Walk):
         found = self._folder(folder)
         return found if found is not None else (self.fallback(), "")
 
-    def fallback(self) -> TorchRange:
-        """Where the project declares nothing: the installed torch, else every known release."""
-        if self._fallback is None:
-            found = installed_torch(listed=self.listed, read=self.read) if self.installed else None
-            if found is not None:
-                version, meta = found
-                where = f"installed torch {version} ({_shown(meta)})"
-                try:
-                    self._fallback = TorchRange.from_spec(version, self.known, where, label=f"the {where}")
-                except VersionError:
-                    self.warnings.append(f"warning: the installed torch's version {version!r} ({_shown(meta)}) is not one lint can read; targeting every release the rules know")
-                    self._fallback = TorchRange.every(self.known)
-                if self._fallback.warning:
-                    self.warnings.append(f"warning: {self._fallback.warning}")
-            else:
-                self._fallback = TorchRange.every(self.known)
-        return self._fallback
+    def _undeclared(self) -> TorchRange:
+        return TorchRange.every(self.known)  # nothing declared, none installed
 
     def _union(self, declarations: list[Declaration]) -> TorchRange:
         return _union(declarations)
@@ -1020,23 +1030,27 @@ class TorchTargets(_Walk):
         torch's are (nothing configures them) when first asked, into the same `read` and `listed`."""
         found = self._packages.get(name)
         if found is None:
-            found = self._packages[name] = PackageVersions(name, installed=self._installed_others, stop_at=self.stop_at, read=self.read, listed=self.listed)
+            found = self._packages[name] = PackageVersions(
+                name, installed=self._installed_others, stop_at=self.stop_at, read=self.read, listed=self.listed, warnings=self.warnings
+            )
         return found
 
     def packages(self) -> dict[str, PackageVersions]:
         """The packages asked about so far, by name, in name order."""
         return dict(sorted(self._packages.items()))
 
-    def packages_used(self) -> dict[str, dict[tuple[Versions, str], set[str]]]:
-        """What `package()` gave which files, to send from a worker process to adopt_packages."""
-        return {name: found.used for name, found in self._packages.items()}
+    def packages_used(self) -> tuple[dict[str, dict[tuple[Versions, str], set[str]]], list[str]]:
+        """What `package()` gave which files, and the warnings, to send from a worker process to adopt_packages."""
+        return {name: found.used for name, found in self._packages.items()}, self.warnings
 
-    def adopt_packages(self, used: dict[str, dict[tuple[Versions, str], set[str]]]) -> None:
-        """Take in what `package()` gave in a worker process (packages_used), for -v."""
+    def adopt_packages(self, state: tuple[dict[str, dict[tuple[Versions, str], set[str]]], list[str]]) -> None:
+        """Take in what `package()` gave in a worker process, and what it could not read (packages_used)."""
+        used, warnings = state
         for name, given in used.items():
             mine = self.package(name).used
             for key, files in given.items():
                 mine.setdefault(key, set()).update(files)
+        self.warnings += [w for w in warnings if w not in self.warnings]
 
 
 class PackageVersions(_Walk):
@@ -1048,8 +1062,8 @@ class PackageVersions(_Walk):
     OPSCAN_IGNORE_INSTALLED_<NAME>=1, e.g. OPSCAN_IGNORE_INSTALLED_ACCELERATE),
     else any version. A rule asks only for a file whose run calls the
     package's helper, so most runs read nothing more. What cannot be read
-    admits any version, which only makes a rule choose what works on every
-    version: it goes to `warnings`, which lint does not show.
+    admits any version, with a warning in `warnings`, worded as torch's are;
+    TorchTargets.package shares its own list, which lint shows.
     """
 
     def __init__(
@@ -1060,13 +1074,13 @@ class PackageVersions(_Walk):
         stop_at: Path | None = None,
         read: set[str] | None = None,
         listed: set[tuple[str, tuple[str, ...]]] | None = None,
+        warnings: list[str] | None = None,
     ):
         self.name = name
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [] if warnings is None else warnings
         read = set() if read is None else read
         super().__init__(_VersionsReader(name, self.warnings, read), read, set() if listed is None else listed, stop_at)
         self.installed = installed and os.environ.get(installed_env(name), "") in ("", "0")
-        self._fallback: Versions | None = None
 
     def for_file(self, path: Path | str) -> Versions:
         found = self._folder(os.path.dirname(os.path.abspath(path)))
@@ -1080,20 +1094,8 @@ class PackageVersions(_Walk):
             out = out.union(d.range, where)
         return out
 
-    def fallback(self) -> Versions:
-        """Where the project declares nothing: the installed version, else any."""
-        if self._fallback is None:
-            found = installed(self.name, listed=self.listed, read=self.read) if self.installed else None
-            if found is None:
-                self._fallback = Versions(None, f"no {self.name} declared or installed")
-            else:
-                version, meta = found
-                where = f"installed {self.name} {version} ({_shown(meta)})"
-                try:
-                    self._fallback = Versions((parse_specifier(version),), where)
-                except VersionError:
-                    self._fallback = Versions(None, where)
-        return self._fallback
+    def _undeclared(self) -> Versions:
+        return Versions(None, f"no {self.name} declared or installed")
 
 
 def _union(declarations: list[Declaration]) -> TorchRange:

@@ -175,16 +175,60 @@ def test_a_name_with_a_separator(tmp_path, files, expected):
     assert _versions(_write(tmp_path, files), "pytorch-lightning").at_least("1.5.0") is expected
 
 
-def test_a_requirement_that_cannot_be_read_admits_any_version_without_a_word(tmp_path, capsys):
+BANANA = "warning: requirements.txt: cannot read the accelerate version in 'accelerate>=banana' (bad version clause '>=banana' in '>=banana'); taking it to admit any version"
+
+
+def test_a_requirement_that_cannot_be_read_admits_any_version_with_a_warning(tmp_path, capsys):
     _write(tmp_path, {"requirements.txt": "accelerate>=banana\n", "train.py": SCRIPT})
     targets = PackageVersions("accelerate", installed=False, stop_at=tmp_path)
     with chdir(tmp_path):
         assert not targets.for_file(tmp_path / "train.py").at_least("0.29.0")
-    assert targets.warnings == ["warning: requirements.txt: cannot read the accelerate version in 'accelerate>=banana' (bad version clause '>=banana' in '>=banana'); taking it to admit any version"]
+    assert targets.warnings == [BANANA]
     with chdir(tmp_path):
         report = engine.run(["train.py"], Config(root=tmp_path), targets=TorchTargets(KNOWN, installed=False, stop_at=tmp_path), use_cache=False)
-    assert report.notices == []  # the raw fix holds on every release: nothing to warn about
+    assert report.notices == [BANANA]  # as torch's: 'cannot read the torch version in ...; targeting every release the rules know'
     assert RAW in {f.message.partition("; ")[2] for f in report.findings}
+    rc, out, err = _lint(tmp_path, capsys, "train.py")
+    assert err.splitlines() == [BANANA] and RAW in out
+    rc, out, err = _lint(tmp_path, capsys, "--show-settings", "train.py")
+    assert err.splitlines() == [BANANA] and "accelerate        any version, from requirements.txt: accelerate>=banana (1 file)\n" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "warning"),
+    [
+        ("torch", "cannot read the torch version in 'torch>=banana' (bad version clause '>=banana' in '>=banana'); targeting every release the rules know"),
+        ("accelerate", "cannot read the accelerate version in 'accelerate>=banana' (bad version clause '>=banana' in '>=banana'); taking it to admit any version"),
+    ],
+)
+@pytest.mark.parametrize("file", ["requirements.txt", "pyproject.toml", "environment.yml"])
+def test_torch_and_another_package_warn_alike_for_what_they_cannot_read(tmp_path, name, warning, file):
+    text = {
+        "requirements.txt": f"{name}>=banana\n",
+        "pyproject.toml": f'[project]\nname = "x"\ndependencies = ["{name}>=banana"]\n',
+        "environment.yml": f"dependencies:\n  - pip:\n    - {name}>=banana\n",
+    }[file]
+    _write(tmp_path, {file: text, "train.py": SCRIPT})
+    targets = TorchTargets(KNOWN, installed=False, stop_at=tmp_path)
+    with chdir(tmp_path):
+        found = targets.package(name).for_file(tmp_path / "train.py") if name != "torch" else targets.for_file(tmp_path / "train.py")
+    assert str(found) == ("1.8 to 2.14" if name == "torch" else "any version")
+    where = {"requirements.txt": "", "pyproject.toml": " [project] dependencies", "environment.yml": " pip"}[file]
+    assert found.where == f"{file}{where}: {name}>=banana"
+    assert targets.warnings == [f"warning: {file}: {warning}"]
+
+
+@pytest.mark.parametrize(("name", "every"), [("torch", "targeting every release the rules know"), ("accelerate", "taking it to admit any version")])
+def test_an_installed_version_that_cannot_be_read_is_a_warning(tmp_path, monkeypatch, name, every):
+    site = _fake(tmp_path / "site", name, "banana")
+    _write(tmp_path / "work", {"train.py": SCRIPT})
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.delenv(installed_env(name))
+    targets = TorchTargets(KNOWN, stop_at=tmp_path / "work")
+    found = (targets.package(name) if name != "torch" else targets).for_file(tmp_path / "work" / "train.py")
+    meta = (site / f"{name}-banana.dist-info").as_posix()
+    assert found.where == f"installed {name} banana ({meta})"
+    assert targets.warnings == [f"warning: the installed {name}'s version 'banana' ({meta}) is not one lint can read; {every}"]
 
 
 # ---------------------------------------------------------------- what -v and --show-settings say
@@ -338,6 +382,17 @@ def test_a_change_to_what_declares_accelerate_is_linted_afresh(tmp_path, change)
     assert IDIOM in proc.stdout, proc.stdout
 
 
+def _in_workers(monkeypatch) -> list[int]:
+    """Lint a few small files in forked worker processes; the list gets an item when it does."""
+    monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(engine, "_workers", lambda: 3)
+    forked: list[int] = []
+    real = engine._lint_in_processes
+    monkeypatch.setattr(engine, "_lint_in_processes", lambda *a: forked.append(1) or real(*a))
+    return forked
+
+
 def test_a_worker_process_reports_what_it_read_for_accelerate(tmp_path, monkeypatch):
     """With --torch-version nothing walks for torch: what the accelerate lookup reads in a forked worker
     reaches the run cache's dependencies all the same."""
@@ -351,12 +406,7 @@ def test_a_worker_process_reports_what_it_read_for_accelerate(tmp_path, monkeypa
     monkeypatch.delenv(installed_env("accelerate"))
     (tree / "undeclared").mkdir()
     (tree / "undeclared" / "train.py").write_text(SCRIPT)
-    monkeypatch.setattr(engine, "PARALLEL_MIN_FILES", 2)
-    monkeypatch.setattr(engine, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(engine, "_workers", lambda: 3)
-    forked = []
-    real = engine._lint_in_processes
-    monkeypatch.setattr(engine, "_lint_in_processes", lambda *a: forked.append(1) or real(*a))
+    forked = _in_workers(monkeypatch)
     deps: set[str] = set()
     targets = engine.torch_targets(Config(root=tree), NEWEST_TORCH)
     with chdir(tree):
@@ -370,6 +420,22 @@ def test_a_worker_process_reports_what_it_read_for_accelerate(tmp_path, monkeypa
     # And what it gave which file, for -v: every file, whichever process linted it.
     given = {(str(v), folder): n for v, folder, n in targets.package("accelerate").summary()}
     assert given == {**{(">=0.29", str(tree / f"job{i}")): 1 for i in range(6)}, ("any version", ""): 1}
+
+
+def test_a_worker_process_reports_what_it_could_not_read(tmp_path, monkeypatch):
+    tree = tmp_path / "tree"
+    (tree / ".git").mkdir(parents=True)
+    for i in range(6):
+        _write(tree / f"job{i}", {"train.py": SCRIPT, "requirements.txt": f"accelerate>=0.{i}x\n"})
+    forked = _in_workers(monkeypatch)
+    with chdir(tree):
+        report = engine.run(["."], Config(root=tree), torch_version=NEWEST_TORCH, use_cache=False)
+    assert forked
+    assert sorted(report.notices) == [
+        f"warning: job{i}/requirements.txt: cannot read the accelerate version in 'accelerate>=0.{i}x' "
+        f"(bad version clause '>=0.{i}x' in '>=0.{i}x'); taking it to admit any version"
+        for i in range(6)
+    ]
 
 
 def test_a_run_with_no_such_helper_reads_nothing_for_it(tmp_path):
