@@ -12,7 +12,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 os.environ["OPSCAN_IGNORE_INSTALLED_TORCH"] = "1"
 # Likewise the frameworks whose release a fix depends on (opscan.lint.target.PackageVersions):
 # accelerate may or may not be installed here. tests/lint/test_package_versions.py reads a fake one.
-IDIOM_PACKAGES = ("accelerate", "transformers")
+IDIOM_PACKAGES = ("accelerate", "transformers", "pytorch-lightning", "lightning")
 for _name in IDIOM_PACKAGES:
     os.environ["OPSCAN_IGNORE_INSTALLED_" + _name.upper().replace("-", "_")] = "1"
 

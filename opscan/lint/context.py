@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import sys
 
-from opscan._plain import cached_property
+from opscan._plain import Plain, cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import Call, CudaWork, Determinism, EnvRead, EnvWrite, Import, Imported, Seed
-from opscan.lint.modelled import BACKENDS, helper
+from opscan.lint.model import MISSING, Call, CudaWork, Determinism, EnvRead, EnvWrite, Import, Imported, Seed
+from opscan.lint.modelled import BACKENDS, RESETTING, helper
 from opscan.lint.project import EntryTrace, TraceEvent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from opscan.lint.frameworks import Resets
     from opscan.lint.target import Versions
     from opscan.versions import TorchRange
 
@@ -36,6 +37,20 @@ def torch_free(package: str) -> bool:
     return package in TORCH_FREE or package in getattr(sys, "stdlib_module_names", ())
 
 
+class TurnedOff(Plain):
+    """`call` (a helper's, `api` from the distribution `package`) turns determinism off on the releases
+    `resets` names, after `on` turned it on (Context.turned_off)."""
+
+    _fields = ("call", "on", "resets", "package")
+    __slots__ = _fields
+
+    def __init__(self, call: TraceEvent, on: TraceEvent, resets: Resets, package: str):
+        self.call = call
+        self.on = on
+        self.resets = resets
+        self.package = package
+
+
 class Context:
     """One entry trace and the torch releases it targets; rules add to `findings`.
 
@@ -53,6 +68,10 @@ class Context:
     def at_least(self, package: str, version: str) -> bool:
         """Whether every version of `package` (a distribution name) the project may use is `version` or later."""
         return self.versions is not None and self.versions(package).at_least(version)
+
+    def may_use(self, package: str, releases: tuple[str, ...]) -> bool:
+        """Whether the project may use a release of `package` (a distribution name) among `releases` ("1.5", ...)."""
+        return self.versions is None or self.versions(package).may_be(releases)
 
     # -- summaries of the trace -------------------------------------------------
 
@@ -84,6 +103,36 @@ class Context:
     def enables(self) -> list[TraceEvent]:
         """Calls that turn determinism on, or may (a computed mode counts: the user can opt in)."""
         return [e for e in self.of(Determinism) if e.what.mode is True or e.what.mode is UNKNOWN]
+
+    @cached_property
+    def turned_off(self) -> TurnedOff | None:
+        """Where determinism, once on, is turned off again by a helper's call on older releases of it that
+        the project may use (frameworks.Resets: Lightning 1.5 to 1.9's `Trainer()`), and nothing turns it
+        back on after that call; None elsewhere.
+
+        Last write wins, as the helper's releases write it: the call undoes what ran before it, for the
+        work that follows (what the Trainer is built to run). Asked only of a run that turns determinism
+        on and imports such a helper's package; the project's release is read only then.
+        """
+        if not self.enables or RESETTING.isdisjoint(self.trace.libraries):
+            return None
+        on = found = None  # the event that turned it on, while it is on; the last call that turned it off
+        for event in self.trace.first_calls(also=Determinism):  # in execution order
+            what = event.what
+            if what.__class__ is Determinism:
+                on = event if what.mode is not False else None
+                found = None  # written again after that call
+                continue
+            entry = helper(event.api)
+            resets = entry.resets if entry is not None else None
+            if resets is None or on is None or what.args.star:
+                continue
+            if what.args.get(resets.keyword, entry.position(resets.keyword), MISSING) not in (MISSING, None):
+                continue  # passed: it writes what it is given, as every release does (the model)
+            package = resets.distribution(event.api)
+            if package is not None and self.may_use(package, resets.releases):
+                found, on = TurnedOff(event, on, resets, package), None
+        return found
 
     @cached_property
     def strictly_enabled(self) -> bool:

@@ -9,8 +9,9 @@ whose logic does not fit that vocabulary (Lightning's Trainer, torchtune's debug
 modes, MONAI's `seed=None`) name a small function instead, beside its comment.
 An entry also says how a script turns determinism on in the helper's own terms
 (`Idiom`, for DET001/DET002's fixes), how its warn-only mode is made strict
-(`Strict`, for DET006's fix) and which keyword sets `cudnn.benchmark`
-(DET005's fix): the rules read these, they do not name frameworks.
+(`Strict`, for DET006's fix), which keyword sets `cudnn.benchmark`
+(DET005's fix) and which older releases turn determinism off where the model
+leaves it (`Resets`, for DET001): the rules read these, they do not name frameworks.
 
 Conventions, shared with `opscan.lint.apis`:
 - `Seed` lists the global RNGs in the order the helper seeds them: "random",
@@ -175,15 +176,42 @@ class Strict(Frozen):
         self.how = how
 
 
+class Resets(Frozen):
+    """Older releases of the helper on which a call that does not pass `keyword` (or passes None) turns
+    determinism off, `torch.use_deterministic_algorithms(False)`, undoing what ran before it. The
+    entry's model is the later releases', which leave it as it is.
+
+    `packages` = ((top-level module, distribution), ...): where a name of the helper under that module
+    comes from. `releases`: the distribution's minor releases that do it ("1.5", ...), set against
+    the releases the project may use (its requirements, lock file or installed package:
+    opscan.lint.target.Versions.may_be). `shown` names them in a message ("1.5 to 1.9").
+    """
+
+    _fields = ("keyword", "packages", "releases", "shown")
+    __slots__ = _fields
+
+    def __init__(self, keyword: str, packages: tuple[tuple[str, str], ...], releases: tuple[str, ...], shown: str):
+        self.keyword = keyword
+        self.packages = packages
+        self.releases = releases
+        self.shown = shown
+
+    def distribution(self, api: str) -> str | None:
+        """The distribution a call of `api` ("pytorch_lightning.Trainer") comes from."""
+        top = api.partition(".")[0]
+        return next((dist for module, dist in self.packages if module == top), None)
+
+
 class Helper(Frozen):
     """One catalogue entry: a helper, where it was read, and what it does.
 
     `params` is the signature in order, each (name, default); names after "*"
     are keyword-only. `effects` is a tuple of steps (effects, `If`, `Check`) or a
-    function of the call's arguments for the few that do not fit.
+    function of the call's arguments for the few that do not fit. `resets`: older
+    releases whose calls turn determinism off where this model leaves it.
     """
 
-    _fields = ("names", "source", "params", "effects", "idiom", "strict", "benchmark", "backend")
+    _fields = ("names", "source", "params", "effects", "idiom", "strict", "benchmark", "backend", "resets")
     _compared = ("names",)
     __slots__ = _fields
 
@@ -197,6 +225,7 @@ class Helper(Frozen):
         strict: Strict | None = None,
         benchmark: str | None = None,
         backend: str | None = None,
+        resets: Resets | None = None,
     ):
         self.names = names
         self.source = source
@@ -208,6 +237,7 @@ class Helper(Frozen):
         # A library of BACKENDS: what the helper does to torch ("torch" in its Seed) it does only
         # where that library runs on torch (Context.backends_on_torch).
         self.backend = backend
+        self.resets = resets
 
     def position(self, name: str) -> int | None:
         """The position a parameter may be passed at, None for a keyword-only or unknown one."""
@@ -344,18 +374,30 @@ def _fabric(args: CallArgs) -> list[Effect]:
 #     if deterministic: os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"   # after the flag, overwriting
 # cudnn.deterministic is never touched. Unset arguments may come from PL_TRAINER_DETERMINISTIC /
 # PL_TRAINER_BENCHMARK at run time (@_defaults_from_env_vars); we model the code's defaults.
-# Older behaviour (CHANGELOG, and 1.x _init_deterministic seen in the code index and wheels): from 1.5 to
-# 1.9 it called use_deterministic_algorithms(deterministic or False) even when unset, and also set
-# HOROVOD_FUSION_THRESHOLD="0"; "warn" arrived in 1.7; 1.6.0-1.6.3 turned benchmark on by default.
-# The idiom, Trainer(deterministic=True), has no Idiom.since: the keyword is in every release (the
-# pytorch-lightning 1.0.0 wheel has `deterministic: bool = False`), so the fix never makes the script
-# raise. Before 1.5 it did less (pytorch-lightning 1.4.0 wheel, trainer/connectors/accelerator_connector.py:
-# only cudnn.deterministic and HOROVOD_FUSION_THRESHOLD, no use_deterministic_algorithms or
-# CUBLAS_WORKSPACE_CONFIG; 1.5.0 has _init_deterministic), and 1.4 ran on torch 1.8 and 1.9. But the raw
-# fix would be no surer there: from 1.5.0 to 1.9.x (pytorch-lightning 1.5.0 and 1.9.0 wheels, lightning
-# 1.8.0.post1, the first `lightning` release) a Trainer built without `deterministic` calls
-# use_deterministic_algorithms(False), undoing a call inserted before it; 2.0.0's _set_torch_flags no
-# longer does. The model below is 2.6.6's for every release.
+# Older behaviour: from 1.5 to 1.9 (the `lightning` distribution's 1.8 and 1.9 too) the connector's
+# _init_deterministic called use_deterministic_algorithms(deterministic or False), so a Trainer built
+# without `deterministic` (False by default to 1.7, None from 1.8) turned determinism off, undoing a
+# use_deterministic_algorithms(True) that ran before it; it also set HOROVOD_FUSION_THRESHOLD="0"; "warn"
+# arrived in 1.7; 1.6.0-1.6.3 turned benchmark on by default. Read in Lightning-AI/pytorch-lightning:
+#   pytorch_lightning/trainer/connectors/accelerator_connector.py @4a5b315e92a113cb41d96d95a5e93dc098163d28
+#     (1.6: `self.deterministic = deterministic or False; torch.use_deterministic_algorithms(self.deterministic)`)
+#     and @00cce6a59d7a5ab799561c54153f2be8b0390992 (1.7: `use_deterministic_algorithms(deterministic)`
+#     unless "warn", `deterministic: Union[bool, _LITERAL_WARN] = False`);
+#   src/pytorch_lightning/trainer/connectors/accelerator_connector.py @33941cfe676e2200afb13a344bea5ebcc7c42162
+#     (1.8) and @021a2c942955aa1122a879c076a72d3495c2afbb (2.0 in development, before the move to
+#     src/lightning): `deterministic or False` still;
+#   src/lightning/pytorch/trainer/connectors/accelerator_connector.py @002f8993df8627a08d3a4d1f6bea6d8756d25908:
+#     _set_torch_flags, `elif isinstance(deterministic, bool):  # do not call this if deterministic wasn't
+#     passed`, from PR #16653 ("Refactor deterministic and benchmark logic", merged 2023-02-06; 2.0.0 was
+#     released 2023-03-15; 1.9.x kept the old connector), as the 2.6.6 wheel reads;
+#   src/lightning/pytorch/CHANGELOG.md: 1.5.0 "Added support for `torch.use_deterministic_algorithms`
+#     (#9121)". Before 1.5 (pytorch-lightning 1.4.0 wheel, trainer/connectors/accelerator_connector.py)
+#     the Trainer set only cudnn.deterministic and HOROVOD_FUSION_THRESHOLD, no use_deterministic_algorithms
+#     or CUBLAS_WORKSPACE_CONFIG.
+# The model below is 2.x's; `_LIGHTNING_RESETS` gives 1.5-1.9's use_deterministic_algorithms(False), which
+# the rules weigh against the Lightning release the project may use (Context.turned_off). The idiom,
+# Trainer(deterministic=True), has no Idiom.since: the keyword is in every release (the
+# pytorch-lightning 1.0.0 wheel has `deterministic: bool = False`), so the fix never makes the script raise.
 def _lightning_trainer(args: CallArgs) -> list[Effect]:
     deterministic = args.get("deterministic", None, None)
     benchmark = args.get("benchmark", None, None)
@@ -613,6 +655,17 @@ _LIGHTNING_SOURCE = (
     "lightning/pytorch/trainer/connectors/accelerator_connector.py (_set_torch_flags), lightning/pytorch/cli.py; "
     "lightning-fabric 2.6.6 wheel: lightning_fabric/utilities/seed.py (the same seed_everything)"
 )
+_LIGHTNING_RESETS = Resets(
+    "deterministic",
+    (("pytorch_lightning", "pytorch-lightning"), ("lightning", "lightning")),
+    ("1.5", "1.6", "1.7", "1.8", "1.9"),
+    "1.5 to 1.9",
+)
+_LIGHTNING_RESETS_SOURCE = (
+    "; 1.5 to 1.9 (Resets): Lightning-AI/pytorch-lightning trainer/connectors/accelerator_connector.py "
+    "(_init_deterministic) at 4a5b315e, 00cce6a5, 33941cfe and 021a2c94; _set_torch_flags at 002f8993 (PR #16653, "
+    "in 2.0.0)"
+)
 _HF_SOURCE = "transformers 5.24.0 wheel: transformers/trainer_utils.py, trainer.py (Trainer.__init__), training_args.py"
 _STRICT_WARN = Strict("deterministic", None, "true")
 _SEED_CUDNN_PAIR = (Cudnn("deterministic", True), Cudnn("benchmark", False))
@@ -639,11 +692,12 @@ HELPERS: tuple[Helper, ...] = (
     Helper(_names(_FABRIC_CLASSES, "seed_everything"), _LIGHTNING_SOURCE, effects=_fabric_seed_everything),
     Helper(
         _names(_LIGHTNING_TRAINER_MODULES, "Trainer"),
-        _LIGHTNING_SOURCE,
+        _LIGHTNING_SOURCE + _LIGHTNING_RESETS_SOURCE,
         effects=_lightning_trainer,
         idiom=Idiom("deterministic", "True", ("determinism", "cublas")),  # no `since`: see _lightning_trainer
         strict=_STRICT_WARN,
         benchmark="benchmark",
+        resets=_LIGHTNING_RESETS,
     ),
     Helper(("lightning.pytorch.cli.LightningCLI", "pytorch_lightning.cli.LightningCLI"), _LIGHTNING_SOURCE, effects=_lightning_cli),
     # -- transformers
@@ -850,8 +904,17 @@ HELPERS: tuple[Helper, ...] = (
 BY_NAME: dict[str, Helper] = {name: helper for helper in HELPERS for name in helper.names}
 """Every catalogue name -> its entry."""
 
-VERSIONED: tuple[str, ...] = tuple(sorted({h.idiom.since[0] for h in HELPERS if h.idiom is not None and h.idiom.since is not None}))
+VERSIONED: tuple[str, ...] = tuple(
+    sorted(
+        {h.idiom.since[0] for h in HELPERS if h.idiom is not None and h.idiom.since is not None}
+        | {dist for h in HELPERS if h.resets is not None for _, dist in h.resets.packages}
+    )
+)
 """The distributions whose version a rule may read for a file (opscan.lint.target.PackageVersions), for --show-settings."""
+
+RESETTING: frozenset[str] = frozenset(module for h in HELPERS if h.resets is not None for module, _ in h.resets.packages)
+"""The top-level modules with a helper whose older releases turn determinism off (Helper.resets): the
+rules look for such a call only in a run that imports one."""
 
 MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {name: helper.model for name, helper in BY_NAME.items()}
 """Every catalogue name -> the function of a call's literal arguments that returns its effects."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
 
 MODELS: dict[str, Callable] = {**apis.MODELS, **frameworks.MODELS}
 BACKENDS = frameworks.BACKENDS  # libraries that run torch only under one backend, chosen when imported
+RESETTING = frameworks.RESETTING  # packages with a helper whose older releases turn determinism off
 
 # torch's own warn-only routes, as the catalogue gives the helpers' (frameworks.Strict).
 _CORE_STRICT = {

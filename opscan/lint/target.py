@@ -45,7 +45,7 @@ import os
 import sys
 
 from opscan._path import Path
-from opscan.versions import Specifier, TorchRange, VersionError, parse_specifier
+from opscan.versions import Specifier, TorchRange, VersionError, parse_specifier, release_key
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up; annotations are strings here
@@ -221,6 +221,13 @@ class Versions:
             return False
         wanted = tuple(int(part) for part in version.split("."))
         return all(_at_least(_lowest(spec), wanted) for spec in self.specs)
+
+    def may_be(self, releases: tuple[str, ...]) -> bool:
+        """Whether some version admitted is a patch of one of `releases` (minor releases: "1.5"); True for any version."""
+        if self.specs is None:
+            return True
+        keys = [release_key(r) for r in releases]
+        return any(spec.admits_release(key) for spec in self.specs for key in keys)
 
 
 def _lowest(spec: Specifier) -> tuple[int, ...] | None:

@@ -63,6 +63,19 @@ def _versions(folder: Path, name: str = "accelerate") -> Versions:
 # ---------------------------------------------------------------- the catalogue
 
 
+def test_lightning_1_5_to_1_9_turn_determinism_off_and_say_where_that_was_read():
+    resets = {h.names[0]: h.resets for h in HELPERS if h.resets is not None}
+    assert set(resets) == {"lightning.Trainer"}
+    trainer = next(h for h in HELPERS if h.resets is not None)
+    assert resets["lightning.Trainer"].releases == ("1.5", "1.6", "1.7", "1.8", "1.9")
+    assert {dist for _, dist in trainer.resets.packages} <= set(IDIOM_PACKAGES)  # tests/conftest.py keeps the installed one out
+    assert [trainer.resets.distribution(name) for name in ("pytorch_lightning.Trainer", "lightning.pytorch.Trainer", "x.Trainer")] == [
+        "pytorch-lightning", "lightning", None,
+    ]  # fmt: skip
+    for commit in ("4a5b315e", "00cce6a5", "33941cfe", "021a2c94", "002f8993"):  # 1.6, 1.7, 1.8, 2.0 in development, 2.0
+        assert commit in trainer.source
+
+
 def test_every_idiom_with_a_bound_cites_the_wheels_it_was_read_in():
     bounded = {h.names[0]: h for h in HELPERS if h.idiom is not None and h.idiom.since is not None}
     assert set(bounded) == {"accelerate.utils.set_seed", "transformers.Trainer"}
@@ -112,6 +125,28 @@ def test_the_suite_reads_no_installed_framework():
 def test_at_least(specs, expected):
     versions = Versions(tuple(parse_specifier(s) for s in specs) if specs is not None else None)
     assert versions.at_least("0.29.0") is expected
+
+
+@pytest.mark.parametrize(
+    ("specs", "expected"),
+    [
+        (["==1.9.5"], True),
+        (["~=1.9.0"], True),
+        ([">=1.6,<2"], True),
+        (["<2.0"], True),
+        ([">=1.4,<1.5"], False),
+        (["==1.4.9"], False),
+        ([">=2.0"], False),
+        (["2.5.6"], False),  # a lock's version
+        (["==2.*"], False),
+        ([">=2.0", "==1.8.6"], True),  # alternatives: any may be what is installed
+        ([">=1.9.6,<2"], True),  # no such release, but the specifier admits 1.9 patches: as for torch
+        (None, True),  # any version
+    ],
+)
+def test_may_be(specs, expected):
+    versions = Versions(tuple(parse_specifier(s) for s in specs) if specs is not None else None)
+    assert versions.may_be(("1.5", "1.6", "1.7", "1.8", "1.9")) is expected
 
 
 _BOUND = st.tuples(st.integers(0, 2), st.integers(0, 4), st.integers(0, 3)).map(lambda t: ".".join(map(str, t)))
@@ -275,6 +310,8 @@ def test_show_settings_names_the_range_of_each_package_a_rule_may_read(tmp_path,
         "accelerate        per project folder:\n"
         "  every file: any version, from no accelerate declared or installed (1 file)\n"
         "  a: 0.28.0, from a/uv.lock: accelerate 0.28.0 (1 file)\n"
+        "lightning         any version, from no lightning declared or installed (2 files)\n"
+        "pytorch-lightning any version, from no pytorch-lightning declared or installed (2 files)\n"
         "transformers      per project folder:\n"
         "  every file: any version, from no transformers declared or installed (1 file)\n"
         '  b: >=4.19, from b/pyproject.toml [project] dependencies: transformers>=4.19 (1 file)\n'

@@ -12,6 +12,19 @@ It points at the first seeding call that executes; when seeding happens inside
 a project helper, at the script's call of that helper. An explicit
 `torch.use_deterministic_algorithms(False)` is a deliberate choice and is not flagged.
 
+A helper can also turn determinism off without being asked: Lightning 1.5 to
+1.9 (`pytorch-lightning`, and the `lightning` distribution's 1.8 and 1.9) call
+`torch.use_deterministic_algorithms(False)` when a `Trainer` is built without
+`deterministic`, undoing a `use_deterministic_algorithms(True)` that ran before
+it; 2.0 and later leave it as it is. So where the script turns determinism on
+and then builds such a `Trainer` (with nothing turning it on again after it),
+the rule fires, naming the releases ("on pytorch-lightning 1.5 to 1.9
+`pytorch_lightning.Trainer` (line 11), built without `deterministic`, turns
+determinism off again"), unless the project cannot be on one of them: its
+requirement or lock file admits none (`lightning>=2.0`, `pytorch-lightning==1.4.9`,
+a lock of 2.5.6; found as the targeted torch is) or, where nothing declares
+the package, the installed one is not.
+
 Functions and methods that the module defines but its own run never calls may
 be entry points for other code (a `PtlTrainer.setup` that builds
 `Trainer(deterministic=True)`, called by a launcher): when such code would turn
@@ -54,7 +67,10 @@ model = build_model().cuda()
 ```
 
 ## Fix
-In the framework's own idiom where the script calls a helper that has one:
+Where a Lightning `Trainer` turns determinism off again (above), passes it
+`deterministic=True`, which keeps it on in every release; where that `Trainer`
+is built in another module, there is no fix: pass it there.
+Otherwise, in the framework's own idiom where the script calls a helper that has one:
 passes `deterministic=True` to Lightning's `Trainer(...)` (which also sets
 CUBLAS_WORKSPACE_CONFIG and turns cuDNN benchmarking off),
 `full_determinism=True` to the `TrainingArguments(...)` a transformers
@@ -85,19 +101,27 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.context import Context, how
-from opscan.lint.idiom import route
+from opscan.lint.context import Context, api_name, how, via_text
+from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
+from opscan.lint.modelled import helper
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from opscan.lint.context import TurnedOff
     from opscan.lint.fix.planner import Planner
 
 RULE = parse_doc(__doc__)
 
 
 def check(ctx: Context) -> None:
-    if not ctx.seeds or ctx.enables or ctx.disables or not ctx.uses_torch:
+    if not ctx.seeds or ctx.disables:
+        return
+    if ctx.enables:
+        if ctx.turned_off is not None:  # on, but a helper's older releases turn it off again
+            _turned_off(ctx, ctx.turned_off)
+        return
+    if not ctx.uses_torch:
         return
     if ctx.uncalled_enables:
         return  # a function or method the module defines, for other code to call, turns it on
@@ -128,6 +152,29 @@ def check(ctx: Context) -> None:
             advice += idiom.alternative()
         fix = Fix(f"Insert `torch.use_deterministic_algorithms(True)` {where}", "safe", edit)
     ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{note}; {advice}", fix)
+
+
+def _turned_off(ctx: Context, off: TurnedOff) -> None:
+    """Determinism is on, but a helper's call turns it off again on older releases the project may use
+    (Lightning 1.5 to 1.9's `Trainer()`): its own keyword keeps it on, on every release."""
+    first, call = ctx.seeds[0], off.call
+    path, loc = first.anchor
+    entry = helper(call.api)
+    keyword, idiom = off.resets.keyword, entry.idiom if entry is not None else None
+    fix = None
+    if idiom is not None and idiom.keyword == keyword and call.anchor == (call.path, call.loc) and call.path == path:
+        turn = Route(call.api, idiom.keyword, idiom.value, call.loc, idiom.covers)
+        advice, fix = turn.advice, Fix(turn.fix_description(), "safe", turn.edit())
+    else:  # in another module: the user's to edit there
+        advice = f"pass `{keyword}=True` to it"
+    at, on_at = call.anchor[1].line, off.on.anchor[1].line
+    ctx.report(
+        RULE, path, loc,
+        f"Seeds {how(first)}, but on {off.package} {off.resets.shown} {api_name(call)}{via_text(call)} (line {at}), "
+        f"built without `{keyword}`, turns determinism off again (`torch.use_deterministic_algorithms(False)`) "
+        f"after {api_name(off.on)}{via_text(off.on)} turned it on (line {on_at}); {advice}",
+        fix,
+    )  # fmt: skip
 
 
 def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | None:
