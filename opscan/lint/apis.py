@@ -81,7 +81,8 @@ MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {
 }
 
 # torch's DataLoader: built in code that runs, it runs its dataset's __getitem__/__iter__, its collate_fn
-# and its worker_init_fn (the facts pass records a Loader event; the linker follows them).
+# and its worker_init_fn (the facts pass records a Loader event; the linker follows them). A project
+# subclass that takes its arguments does the same (Project.is_loader).
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 # Global RNG functions whose results change run to run unless the library is seeded.

@@ -239,21 +239,26 @@ class Import(Frozen):
 
 
 class Loader(Frozen):
-    """A `torch.utils.data.DataLoader(...)` built here, and the project code it runs while iterating.
+    """A `torch.utils.data.DataLoader(...)` built here, or maybe one, and the project code it runs while iterating.
 
-    `dataset` is the qualified name of the dataset's class (its `__getitem__` and
-    `__iter__` run), `collate_fn` and `worker_init_fn` those of the functions passed;
-    each None when not passed or not known. `num_workers` is the literal passed
-    (0 when absent, UNKNOWN when computed or under **kwargs): with more than 0,
-    the dataset and collate_fn run in worker processes, and worker_init_fn runs
-    only there.
+    `classes` is what is called: torch's DataLoader, or a project class that the
+    linker follows only if it is a subclass of it that takes its arguments
+    (`Project.is_loader`). `dataset` is the qualified name of the dataset's class
+    (its `__getitem__` and `__iter__` run), `collate_fn` and `worker_init_fn`
+    those of the functions passed; each None when not passed or not known.
+    `num_workers` is the literal passed (0 when absent, UNKNOWN when computed or
+    under **kwargs): with more than 0, the dataset and collate_fn run in worker
+    processes, and worker_init_fn runs only there.
     """
 
-    _fields = ("dataset", "collate_fn", "worker_init_fn", "num_workers")
+    _fields = ("classes", "dataset", "collate_fn", "worker_init_fn", "num_workers")
     __slots__ = _fields
     __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
-    def __init__(self, dataset: str | None, collate_fn: str | None, worker_init_fn: str | None, num_workers: Any):
+    def __init__(
+        self, classes: tuple[str, ...], dataset: str | None, collate_fn: str | None, worker_init_fn: str | None, num_workers: Any
+    ):
+        self.classes = classes
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.worker_init_fn = worker_init_fn

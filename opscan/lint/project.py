@@ -18,6 +18,7 @@ from _imp import extension_suffixes
 
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
+from opscan.lint.apis import DATALOADERS
 from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
 from opscan.lint.model import UNKNOWN, Call, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
@@ -693,6 +694,27 @@ class Project:
                     return found
         return None
 
+    def is_loader(self, qualname: str, mod: Module, search: tuple[str, ...]) -> bool:
+        """Whether calling `qualname` (as `mod` names it) builds a torch DataLoader from the arguments
+        DataLoader takes: DataLoader itself, or a project class whose chain of single bases leads to it,
+        each defining no `__init__` or one that passes `*args, **kwargs` on (ClassFacts.forwards_init).
+
+        A subclass whose `__init__` takes other parameters is not one: which of them reach
+        DataLoader's, and as what, lint does not follow (nor does it a chain through a class of
+        several bases, where another base's `__init__` may come between).
+        """
+        for _ in range(8):  # as deep as find_method looks
+            if qualname in DATALOADERS:
+                return True
+            target = self.resolve(qualname, mod, search)
+            if target is None or target[0] != "class":
+                return False
+            mod, cls = target[1], target[2]
+            if not cls.forwards_init or len(cls.bases) != 1 or not cls.bases[0]:
+                return False
+            qualname = cls.bases[0]
+        return False
+
     # -- traces ---------------------------------------------------------------
 
     def trace(self, entry: Module) -> EntryTrace:
@@ -944,7 +966,7 @@ class _Walker:
         emit = ops.append
         path, resolve, search = mod.path, self.project.resolve, self.search
         skipping = 0  # depth inside guard blocks that do not run this way
-        for ev in events:
+        for i, ev in enumerate(events):
             what = ev.what
             cls = what.__class__
             if cls is Guard:
@@ -986,7 +1008,10 @@ class _Walker:
             qualname = what.qualname
             target = resolve(qualname, mod, search) if qualname else None
             self._compile_call(ops, mod, ev, qualname, target)
-            for ref in what.refs:  # functions handed to a runner: Fire(main), spawn(worker)
+            refs = what.refs
+            if refs and i + 1 < len(events) and self._builds_loader(mod, events[i + 1].what):
+                refs = ()  # a DataLoader's callbacks run where its Loader event, next, says (in workers or not)
+            for ref in refs:  # functions handed to a runner: Fire(main), spawn(worker)
                 ref_target = resolve(ref, mod, search)
                 if ref_target and ref_target[0] == "function":
                     ops.append(self._enter_op(mod, ev, ref_target[1], ref_target[2]))
@@ -1018,11 +1043,19 @@ class _Walker:
                 for effect in init[2](what.args):
                     ops.append((_EMIT, TraceEvent(effect, path, loc, (), init[1])))
 
+    def _builds_loader(self, mod: Module, what) -> bool:
+        """Whether an event is a Loader whose call builds a DataLoader (see Project.is_loader)."""
+        if what.__class__ is not Loader:
+            return False
+        return all(self.project.is_loader(q, mod, self.search) for q in what.classes)
+
     def _compile_loader(self, ops: list[tuple], mod: Module, ev) -> None:
         """A DataLoader iterates: its dataset's `__getitem__`/`__iter__` and its collate_fn run in the
         main process with `num_workers` 0 or absent, in reseeded workers with a literal > 0;
         worker_init_fn runs only in workers (after torch reseeds them)."""
         what = ev.what
+        if not self._builds_loader(mod, what):
+            return
         workers = what.num_workers
         in_workers = workers is not UNKNOWN and isinstance(workers, int) and workers > 0
         project, search = self.project, self.search
