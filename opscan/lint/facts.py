@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 16  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__
+FACTS_VERSION = 17  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -403,6 +403,9 @@ class _Scope:
         self.built: dict[str, Built] = {}  # variable -> the settings object (frameworks.SETTINGS_CLASSES) it holds
         # variable -> the local functions named in the display (dict, list, tuple, set) last bound to it
         self.tables: dict[str, tuple[str, ...]] = {}
+        # variable -> the classes a conditional last bound to it chooses among, where each may be a DataLoader:
+        # `loader = DataLoader if image_weights else InfiniteDataLoader` (yolov5's utils/dataloaders.py)
+        self.choices: dict[str, tuple[str, ...]] = {}
         self.node = node  # the module, function or class whose body this is
         self._bound: tuple[dict[str, Any], set[str], set[str]] | None = None
         # (name, attribute) -> [string, position in attr_calls]: `args.backend = "nccl"`, the last store to it
@@ -468,26 +471,29 @@ class _Scope:
             scope = scope.parent
         return None
 
-    def settings(self, name: str) -> Built | None:
+    def _held(self, name: str, field: str) -> Any:
+        """What the dict `field` of the nearest scope that binds `name` so holds for it, where a nearer
+        one does not bind it otherwise (a parameter, an import, an instance); None if none does."""
         scope: _Scope | None = self
         while scope is not None:
-            if name in scope.built:
-                return scope.built[name]
+            held = getattr(scope, field)
+            if name in held:
+                return held[name]
             if name in scope.shadowed or name in scope.aliases or name in scope.instances:
                 return None
             scope = scope.parent
         return None
 
+    def settings(self, name: str) -> Built | None:
+        return self._held(name, "built")
+
     def table(self, name: str) -> tuple[str, ...]:
         """The local functions a name bound to a display names (`COMMANDS = {"train": train}`); () if none."""
-        scope: _Scope | None = self
-        while scope is not None:
-            if name in scope.tables:
-                return scope.tables[name]
-            if name in scope.shadowed or name in scope.aliases or name in scope.instances:
-                return ()
-            scope = scope.parent
-        return ()
+        return self._held(name, "tables") or ()
+
+    def choice(self, name: str) -> tuple[str, ...] | None:
+        """The classes a name bound to a conditional of DataLoaders may hold (see `choices`); None if not one."""
+        return self._held(name, "choices")
 
     def is_cuda(self, name: str) -> bool:
         scope: _Scope | None = self
@@ -575,6 +581,7 @@ class _FactsBuilder:
         self.no_grad_depth = 0
         self.may_build = False  # a package that defines settings classes was imported: follow them
         self.has_tables = False  # some name holds a display of local functions (_Scope.tables)
+        self.has_choices = False  # some name holds a conditional of classes (_Scope.choices)
 
     # -- names ------------------------------------------------------------
 
@@ -703,6 +710,22 @@ class _FactsBuilder:
             dataset = None
         collate, init = (self.qualify(found[n], scope) if n in found else None for n in ("collate_fn", "worker_init_fn"))
         return Loader(classes, dataset, collate, init, args.get("num_workers", 5, 0))
+
+    def _classes_chosen(self, node: ast.IfExp, scope: _Scope) -> tuple[str, ...] | None:
+        """The classes a conditional chooses among (`A if c else B if d else C`), where each is named and may
+        be a DataLoader: torch's, or one named as a class (see call_event); else None."""
+        chosen: list[str] = []
+        pending: list[ast.AST] = [node]  # without recursion, as _device_is_cuda
+        while pending:
+            node = pending.pop()
+            if node.__class__ is ast.IfExp:
+                pending += (node.orelse, node.body)
+                continue
+            qualname = self.qualify(node, scope)
+            if qualname is None or not (qualname in DATALOADERS or qualname.rpartition(".")[2][:1].isupper()):
+                return None
+            chosen.append(qualname)
+        return tuple(dict.fromkeys(chosen))
 
     def refs_in(self, node: ast.AST, scope: _Scope) -> list[str]:
         """The local functions named in a display, nested ones too: a dict's values, the items of a list,
@@ -838,6 +861,8 @@ class _FactsBuilder:
         # COMMANDS[name](). Each may run there, as a call of it would.
         refs: list[str] = []
         loader = qualname in DATALOADERS  # its callbacks are followed by its Loader event instead
+        # A name bound to a choice of classes that may be DataLoaders: `loader(dataset, ...)`.
+        chosen = scope.choice(func.id) if qualname is None and is_name and self.has_choices else None
         if not loader:
             Name, tables = ast.Name, self.has_tables
             for value in call.args:
@@ -880,14 +905,14 @@ class _FactsBuilder:
         if loader:
             loc = loc or _call_loc(call)
             out.append(Event(loc, self._loader(call, scope, args or self.call_args(call), (qualname,))))
-        elif args is not None and qualname is not None and (call.args or call.keywords) and qualname.rpartition(".")[2][:1].isupper():
+        elif chosen or (args is not None and qualname is not None and (call.args or call.keywords) and qualname.rpartition(".")[2][:1].isupper()):
             # A class of the project's may subclass DataLoader: what it would run is kept where there is
             # something to follow, and the linker follows it only if the class is one that takes
             # DataLoader's arguments (Project.is_loader). Only callees named as PEP 8 names classes: on
             # torch's own tree that keeps 727 such events, where every call with arguments kept 8,248.
-            found = self._loader(call, scope, args, (qualname,))
+            found = self._loader(call, scope, args or self.call_args(call), chosen or (qualname,))
             if found.dataset or found.collate_fn or found.worker_init_fn:
-                out.append(Event(loc, found))
+                out.append(Event(loc or _call_loc(call), found))
         # CUDA work visible in the syntax, whatever the receiver is.
         if method == "cuda" and qualname != "torch.cuda":
             out.append(Event(loc or _call_loc(call), CudaWork(".cuda()")))
@@ -1017,6 +1042,8 @@ class _FactsBuilder:
             scope.instances.pop(name, None)
             scope.built.pop(name, None)
             scope.tables.pop(name, None)
+            if self.has_choices:
+                scope.choices.pop(name, None)
             scope.cuda_names.discard(name)
             scope.shadowed.add(name)
             if value is None:
@@ -1028,6 +1055,12 @@ class _FactsBuilder:
                     self.has_tables = True
                 return
             if value.__class__ is not ast.Call:
+                if value.__class__ is ast.IfExp:
+                    chosen = self._classes_chosen(value, scope)
+                    if chosen:
+                        scope.choices[name] = chosen
+                        self.has_choices = True
+                        return
                 if self._device_is_cuda(value, scope):
                     scope.cuda_names.add(name)
                 return

@@ -13,7 +13,9 @@ The code a `DataLoader` built in running code runs counts: its dataset's
 subclass of `DataLoader` (yolov5's `InfiniteDataLoader`) that takes its
 arguments: one that defines no `__init__`, or one that passes `*args, **kwargs`
 straight on to DataLoader's; a subclass whose `__init__` takes parameters of its
-own is not followed. With a literal `num_workers`
+own is not followed. A name bound to a choice of them counts where every
+choice is one (yolov5's `loader = DataLoader if image_weights else
+InfiniteDataLoader`, then `loader(dataset, ...)`). With a literal `num_workers`
 above 0 they run in worker processes, which torch reseeds `random`, NumPy and
 torch in from its own base seed (`torch/utils/data/_utils/worker.py`), so draws
 there are not flagged; with `num_workers=0`, no `num_workers`, or a computed one,
