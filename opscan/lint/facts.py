@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 17  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called
+FACTS_VERSION = 18  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -123,21 +123,38 @@ def _module_facts(state: tuple) -> ModuleFacts:
         setattr(facts, name, value)
     facts.body = _unpack_events(facts.body)
     facts.functions = {
-        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params)
-        for key, qualname, line, col, end_line, end_col, rows, params in facts.functions
+        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off)
+        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off in facts.functions
     }
     return facts
 
 
+# What a function does with gradients to the function it decorates (FunctionFacts.grad_off).
+GRAD_OFF_DECORATOR = 1  # called with a function, returns it run with gradients off: `return torch.no_grad()(fn)`
+GRAD_OFF_FACTORY = 2  # returns such a decorator: yolov5's `smart_inference_mode()` (utils/torch_utils.py)
+
+
 class FunctionFacts(Plain):
-    _fields = ("qualname", "loc", "events", "params")
+    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off")
     __slots__ = _fields
 
-    def __init__(self, qualname: str, loc: Loc, events: list[Event] | None = None, params: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        qualname: str,
+        loc: Loc,
+        events: list[Event] | None = None,
+        params: tuple[str, ...] = (),
+        decorators: tuple[tuple[str, bool], ...] = (),
+        grad_off: int = 0,
+    ):
         self.qualname = qualname  # within the module, e.g. "main", "Net.forward"
         self.loc = loc
         self.events = [] if events is None else events
         self.params = params
+        # The decorators that may be project code, outermost first: (qualified name, whether it is called:
+        # `@smart_inference_mode()`). The linker marks the calls of the body no_grad where one turns gradients off.
+        self.decorators = decorators
+        self.grad_off = grad_off  # 0, GRAD_OFF_DECORATOR or GRAD_OFF_FACTORY
 
 
 class ClassFacts(Plain):
@@ -174,9 +191,12 @@ class ModuleFacts(Plain):
                 value = _pack_events(value)
             elif name == "functions":
                 value = [
-                    (key, f.qualname, f.loc.line, f.loc.col, f.loc.end_line, f.loc.end_col, _pack_events(f.events), f.params)
+                    (
+                        key, f.qualname, f.loc.line, f.loc.col, f.loc.end_line, f.loc.end_col, _pack_events(f.events), f.params,
+                        f.decorators, f.grad_off,
+                    )
                     for key, f in value.items()
-                ]
+                ]  # fmt: skip
             state.append(value)
         return (_module_facts, (tuple(state),))
 
@@ -1228,9 +1248,17 @@ class _FactsBuilder:
         if class_name is not None and params and params[0] in ("self", "cls"):
             inner.shadowed.discard(params[0])
         facts = FunctionFacts(qualname, loc_of(node), params=tuple(params))
-        decorated_no_grad = bool(node.decorator_list) and any(
-            self.qualify(d.func if isinstance(d, ast.Call) else d, scope) in _NO_GRAD for d in node.decorator_list
-        )
+        decorated_no_grad = False
+        if node.decorator_list:
+            decorators = []
+            for d in node.decorator_list:
+                called = d.__class__ is ast.Call
+                q = self.qualify(d.func if called else d, scope)
+                if q in _NO_GRAD:
+                    decorated_no_grad = True
+                elif q and (self.calls is None or self.calls.dropped_library(q, None) is None):
+                    decorators.append((q, called))  # project code, maybe: the linker looks at what it does
+            facts.decorators = tuple(decorators)
         # The body runs when the function is called, and Python looks its names up then: after
         # the rest of the enclosing body (a `main()` at the top may call helpers defined below it).
         self._deferred.append((node, inner, facts, decorated_no_grad))
@@ -1240,9 +1268,105 @@ class _FactsBuilder:
         self.no_grad_depth = 1 if decorated_no_grad else 0
         self._deferred = []
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
+        functions = self.facts.functions
+        before = len(functions)
         self._walk_deferred()  # functions defined inside, once this body's names are all bound
         self.no_grad_depth, self._deferred = outer_no_grad, outer_deferred
-        self.facts.functions[facts.qualname] = facts
+        # Whether it turns gradients off for what it decorates (see below), where its last statement may
+        # return what such a function does: `G()(fn)`, `torch.no_grad()`, a conditional, or a function it
+        # defines. The cheap tests first: few functions decorate, and most end `return x` or `return f(x)`.
+        # (Calling an `async def` gives a coroutine, no function.)
+        last = node.body[-1]
+        if last.__class__ is ast.Return and node.__class__ is ast.FunctionDef:
+            value = last.value
+            cls = value.__class__
+            if (
+                (cls is ast.Call and (value.func.__class__ in (ast.Call, ast.IfExp) or not (value.args or value.keywords)))
+                or cls is ast.IfExp
+                or (cls is ast.Name and len(functions) > before)
+            ):
+                facts.grad_off = self._grad_off(node, inner, facts.qualname)
+        functions[facts.qualname] = facts
+
+    # -- decorators that turn gradients off ----------------------------------------
+    #
+    # yolov5's utils/torch_utils.py, used as `@smart_inference_mode()` on val.py's and detect.py's run():
+    #     def smart_inference_mode(torch_1_9=check_version(torch.__version__, "1.9.0")):
+    #         def decorate(fn):
+    #             return (torch.inference_mode if torch_1_9 else torch.no_grad)()(fn)
+    #         return decorate
+    # A function is a decorator that turns gradients off (GRAD_OFF_DECORATOR) where it takes one parameter
+    # and every `return` in it (there is one at its end, and it is no generator) gives that parameter
+    # decorated by a no_grad or inference_mode object, made with no arguments: `torch.no_grad()(fn)`, or a
+    # conditional of such objects or of their classes. It is a factory of one (GRAD_OFF_FACTORY) where every
+    # `return` gives such an object (`return torch.no_grad()`: it decorates too) or names such a decorator
+    # defined in its body, and bound once there. Anything else (a wrapper that calls the function inside
+    # `with torch.no_grad():`, a decorator that may return the function unchanged) does not count.
+
+    def _grad_off(self, node: ast.FunctionDef, scope: _Scope, qualname: str) -> int:
+        """GRAD_OFF_DECORATOR or GRAD_OFF_FACTORY where the function `qualname` is one (see above); else 0."""
+        a = node.args
+        param = a.args[0].arg if len(a.args) == 1 and not (a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg) else None
+        for kind in (GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY):
+            if kind == GRAD_OFF_DECORATOR and param is None:
+                continue
+            if self._returns_grad_off(node.body[-1].value, kind, param, scope, qualname):
+                # The last statement returns one; so must every other `return` (nested scopes are not this body's).
+                pending = list(node.body[:-1])
+                while pending:
+                    sub = pending.pop()
+                    cls = sub.__class__
+                    if cls is ast.Return:
+                        if sub.value is None or not self._returns_grad_off(sub.value, kind, param, scope, qualname):
+                            return 0
+                    elif cls is ast.Yield or cls is ast.YieldFrom:
+                        return 0
+                    elif cls not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+                        pending.extend(iter_child_nodes(sub))
+                return kind
+        return 0
+
+    def _returns_grad_off(self, value: ast.AST, kind: int, param: str | None, scope: _Scope, qualname: str) -> bool:
+        """Whether a `return` of the function `qualname` gives what one of that kind does (see above)."""
+        if kind == GRAD_OFF_DECORATOR:  # grad_off_object(param)
+            return (
+                value.__class__ is ast.Call
+                and len(value.args) == 1
+                and not value.keywords
+                and value.args[0].__class__ is ast.Name
+                and value.args[0].id == param
+                and self._grad_off_object(value.func, scope)
+            )
+        if value.__class__ is ast.Name:  # a decorator defined here, and bound once
+            if scope.lookup(value.id) != f"{_THIS_DOT}{qualname}.{value.id}":
+                return False
+            inner = self.facts.functions.get(f"{qualname}.{value.id}")  # walked already: it is nested in this one
+            if inner is None or inner.grad_off != GRAD_OFF_DECORATOR:
+                return False
+            if scope._bound is None:
+                scope._bound = _bindings(scope.node)
+            return value.id in scope._bound[2]
+        return self._grad_off_object(value, scope)
+
+    def _grad_off_object(self, node: ast.AST, scope: _Scope) -> bool:
+        """Whether an expression is a no_grad or inference_mode object made with no arguments (`torch.no_grad()`,
+        `(torch.inference_mode if new else torch.no_grad)()`), or a conditional of such objects."""
+        pending = [node]
+        while pending:
+            node = pending.pop()
+            if node.__class__ is ast.IfExp:
+                pending += (node.body, node.orelse)
+                continue
+            if node.__class__ is not ast.Call or node.args or node.keywords:
+                return False
+            classes = [node.func]
+            while classes:
+                cls = classes.pop()
+                if cls.__class__ is ast.IfExp:
+                    classes += (cls.body, cls.orelse)
+                elif self.qualify(cls, scope) not in _NO_GRAD:
+                    return False
+        return True
 
     def _walk_deferred(self) -> None:
         while self._deferred:

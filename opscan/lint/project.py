@@ -19,7 +19,7 @@ from _imp import extension_suffixes
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
 from opscan.lint.apis import DATALOADERS
-from opscan.lint.facts import THIS, ClassFacts, FunctionFacts, ModuleFacts
+from opscan.lint.facts import GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts
 from opscan.lint.model import UNKNOWN, Call, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 
@@ -715,6 +715,15 @@ class Project:
             qualname = cls.bases[0]
         return False
 
+    def disables_grad(self, mod: Module, func: FunctionFacts, search: tuple[str, ...]) -> bool:
+        """Whether a project decorator of `func` runs it with gradients off: `@smart_inference_mode()`, where
+        that is a factory of decorators that do (FunctionFacts.grad_off), or `@decorator` where that is one."""
+        for qualname, called in func.decorators:
+            target = self.resolve(qualname, mod, search)
+            if target is not None and target[0] == "function" and target[2].grad_off == (GRAD_OFF_FACTORY if called else GRAD_OFF_DECORATOR):
+                return True
+        return False
+
     # -- traces ---------------------------------------------------------------
 
     def trace(self, entry: Module) -> EntryTrace:
@@ -946,25 +955,29 @@ class _Walker:
 
     # -- programs ----------------------------------------------------------------
 
-    def program(self, memo: tuple, mod: Module, events, imported: bool) -> _Program:
+    def program(self, memo: tuple, mod: Module, events, imported: bool, func: FunctionFacts | None = None) -> _Program:
+        """The program of walking `events`: a module's body, or (`func`) a function's."""
         project = self.project
         for prog in project._programs.get(memo, ()):
             if prog.search == self.search if prog.search is not None else prog.heads.isdisjoint(self.folder_names):
                 return prog
         outer, project._heads = project._heads, set()
         try:
-            ops = self._compile(mod, events, imported)
+            ops = self._compile(mod, events, imported, func)
         finally:
             heads, project._heads = project._heads, outer
         prog = _Program(ops, heads, None if heads.isdisjoint(self.folder_names) else self.search)
         project._programs.setdefault(memo, []).append(prog)
         return prog
 
-    def _compile(self, mod: Module, events, imported: bool) -> list[tuple]:
-        """The ops of walking `events`; `imported`: the module body runs on import, not as a script."""
+    def _compile(self, mod: Module, events, imported: bool, func: FunctionFacts | None = None) -> list[tuple]:
+        """The ops of walking `events`; `imported`: the module body runs on import, not as a script; `func`:
+        the function whose body they are."""
         ops: list[tuple] = []
         emit = ops.append
         path, resolve, search = mod.path, self.project.resolve, self.search
+        # Its calls run with gradients off under a project decorator that turns them off, as under @torch.no_grad().
+        no_grad = func is not None and func.decorators and self.project.disables_grad(mod, func, search)
         skipping = 0  # depth inside guard blocks that do not run this way
         for i, ev in enumerate(events):
             what = ev.what
@@ -1005,6 +1018,9 @@ class _Walker:
             if cls is not Call:
                 emit((_EMIT, TraceEvent(what, path, ev.loc)))
                 continue
+            if no_grad and not what.no_grad:
+                what = Call(what.qualname, what.method, what.args, what.refs, True)
+                ev = Event(ev.loc, what)
             qualname = what.qualname
             target = resolve(qualname, mod, search) if qualname else None
             self._compile_call(ops, mod, ev, qualname, target)
@@ -1150,7 +1166,7 @@ class _Walker:
             rec.max_pass = 0
         outer = self.stack
         self.stack = outer | bit
-        walked = self.sub(memo, target_mod, func.events, frame, key, False, worker)
+        walked = self.sub(memo, target_mod, func.events, frame, key, False, worker, func)
         if not walked.need_stacked & ~bit:
             # It came round to no function below it: what it left entered (itself, and the
             # functions of its cycles) may run again.
@@ -1160,10 +1176,13 @@ class _Walker:
         # each, not once per path through the cycle (a call met again adds nothing: its effects
         # are in the walk already made).
 
-    def sub(self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool) -> _Record:
+    def sub(
+        self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool, func: FunctionFacts | None = None
+    ) -> _Record:
         """Walk `events` one call or import below the current point, or replay a record of that walk that holds.
 
-        `worker`: they run in a DataLoader's worker processes (which does not change the walk)."""
+        `worker`: they run in a DataLoader's worker processes (which does not change the walk); `func`: the
+        function whose body they are."""
         parent = self.rec
         base = self.base + 1
         found = None
@@ -1175,7 +1194,7 @@ class _Walker:
             self.loaded |= rec.added
             self.stack |= rec.blocks
         else:
-            prog = self.program(memo, mod, events, imported)
+            prog = self.program(memo, mod, events, imported, func)
             rec = self.rec = _Record(self.loaded, self.stack)
             self.base = base
             try:
@@ -1298,7 +1317,7 @@ class _Walker:
                 return
             stack.add(key)
             walked.add(key)
-            walk(self.program((_ENTER, mod.path, mod.name, func.qualname), mod, func.events, False), depth + 1)
+            walk(self.program((_ENTER, mod.path, mod.name, func.qualname), mod, func.events, False, func), depth + 1)
             stack.discard(key)
 
         for func in entry.facts.functions.values():
@@ -1353,10 +1372,13 @@ class _Walker:
         outer, project._heads = project._heads, set()
         calls, targets = [], []
         try:
+            no_grad = func.decorators and project.disables_grad(mod, func, self.search)  # as _compile
             for ev in func.events:
                 call = ev.what
                 if call.__class__ is not Call:
                     continue
+                if no_grad and not call.no_grad:
+                    call = Call(call.qualname, call.method, call.args, call.refs, True)
                 q = call.qualname
                 calls.append(TraceEvent(call, mod.path, ev.loc, (), q))
                 target = project.resolve(q, mod, self.search) if q else None

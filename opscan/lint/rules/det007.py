@@ -11,7 +11,10 @@ script's own module and at the project code that runs from it.
 The data lives in `rules/*.toml`, keyed by torch version range. It points at
 the call that creates the layer or runs the op. Where an argument that decides
 it cannot be known statically, it stays silent; ops that raise only in
-backward are not flagged under `torch.no_grad()`. Elsewhere, lint cannot tell
+backward are not flagged under `torch.no_grad()` or `torch.inference_mode()`:
+in such a `with` block, in a function they decorate, or in one a project
+decorator runs with gradients off on every path (yolov5's
+`@smart_inference_mode()`, which applies one of them). Elsewhere, lint cannot tell
 whether a gradient flows back through such a call (a resize of the input batch
 has none), so their message says the op raises where one does.
 
