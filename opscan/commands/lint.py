@@ -40,7 +40,7 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict], ...] = (
     (("--force-exclude",), {"action": "store_true", "help": "apply exclusions to files named on the command line too (for pre-commit)"}),
     (("--fix",), {"action": "store_true", "help": "apply safe fixes"}),
     (("--unsafe-fixes",), {"action": "store_true", "help": "with --fix or --diff, also apply fixes that can change behaviour"}),
-    (("--diff",), {"action": "store_true", "help": "print the fixes as a unified diff and write nothing"}),
+    (("--diff",), {"action": "store_true", "help": "print the fixes as a unified diff on stdout and change no file; the report (its summary line) goes to stderr, or to -o FILE"}),
     (("--show-fixes",), {"action": "store_true", "help": "list the fixes that were applied"}),
     (("--exit-non-zero-on-fix",), {"action": "store_true", "help": "with --fix, exit 1 when files were changed, even if nothing remains"}),
     (("-q", "--quiet"), {"action": "store_true", "help": "print findings only, no summary or notices"}),
@@ -304,9 +304,8 @@ def _run(args: argparse.Namespace) -> int:
             report, unsafe=args.unsafe_fixes, write=args.fix and not args.diff, relint=lint, sources=stdin_sources,
         )  # fmt: skip
         if args.diff:
-            # stdout is the patch alone (`opscan lint --diff | git apply` works); the rest goes to stderr.
-            for notice in outcome.notices:
-                print(notice, file=sys.stderr)
+            # As ruff: stdout is the patch alone (`opscan lint --diff | git apply` works); the report, which is the
+            # summary line and no finding (ruff shows none with --diff), goes below to -o FILE, or without it to stderr.
             try:
                 from opscan.output import write
 
@@ -314,15 +313,13 @@ def _run(args: argparse.Namespace) -> int:
             except OSError as exc:
                 print(f"opscan: error: cannot write the diff: {exc.strerror or exc}", file=sys.stderr)
                 return 2
-            if not args.quiet:
-                print(outcome.diff_summary(), file=sys.stderr)
-            return 1 if outcome.diff else 0
-        modified = bool(outcome.fixed)
-        if from_stdin:  # as ruff: the fixed source on stdout; the report of what remains below, on stderr or in -o's file
+            report = Report("lint", summary=outcome.diff_summary(), outcome=1 if outcome.diff else 0)
+        elif from_stdin:  # as ruff: the fixed source on stdout; the report of what remains below, on stderr or in -o's file
             problem = _print_fixed(outcome, stdin_sources)
             if problem:
                 print(f"opscan: error: {problem}", file=sys.stderr)
                 return 2
+        modified = bool(outcome.fixed) and not args.diff  # with --diff, the fixes that would be made
         if modified:
             # Lint again: what remains is what the exit code and output report. Fixed stdin is in memory only.
             remaining = lint(outcome.sources if from_stdin else None)
@@ -353,11 +350,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.quiet or args.output_format != "text":
         report.notices = []
     withheld = withhold(report, args.output_file)  # only missing paths: -o is left as it was
-    # stdout holds `opscan lint - --fix`'s fixed source: without -o FILE, the report goes to stderr, as ruff's does.
-    on_stderr = from_stdin and args.fix and args.output_file in (None, "-")
+    statistics = args.statistics and not args.diff  # --diff's report holds no finding to count
+    # stdout holds the patch of --diff, or `opscan lint - --fix`'s fixed source: without -o FILE, the report goes to stderr.
+    on_stderr = (args.diff or from_stdin and args.fix) and args.output_file in (None, "-")
     try:
-        text = render(report, args.output_format, statistics=args.statistics)
-        if args.quiet and args.output_format == "text" and not args.statistics:
+        text = render(report, args.output_format, statistics=statistics)
+        if args.quiet and args.output_format == "text" and not statistics:
             text = "".join(line + "\n" for line in text.splitlines() if (report.findings and ": DET" in line) or line.startswith("error: "))
         if on_stderr:
             sys.stderr.write(text)
@@ -367,7 +365,7 @@ def _run(args: argparse.Namespace) -> int:
         from opscan.output import cannot_write
 
         return cannot_write(exc, args.output_file)
-    if not on_stderr and (args.output_format != "text" or args.output_file not in (None, "-") or args.statistics):
+    if not on_stderr and (args.output_format != "text" or args.output_file not in (None, "-") or statistics):
         for problem in report.errors:  # not part of this output: say it where a person sees it
             print(f"opscan: error: {problem.message}", file=sys.stderr)
     if withheld is not None:
@@ -376,11 +374,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2  # --exit-zero covers findings, not errors, as in ruff
     if args.exit_zero:
         return 0
-    if report.findings:
-        return 1
-    # As ruff: after --fix the code reflects what remains. pre-commit fails a hook
-    # that modified files by itself; --exit-non-zero-on-fix makes that explicit.
-    return 1 if modified and args.exit_non_zero_on_fix else 0
+    # As ruff: after --fix the code reflects what remains (pre-commit fails a hook that modified files by
+    # itself; --exit-non-zero-on-fix, the outcome set above, makes that explicit); --diff is 1 when there is a patch.
+    return report.exit_code()
 
 
 # ---------------------------------------------------------------- --show-settings and -v

@@ -60,6 +60,33 @@ def test_diff_prints_a_unified_diff_and_writes_nothing(tmp_path):
     assert "Would fix 2 errors." in run.err  # stdout stays a clean patch
 
 
+def test_diff_writes_its_report_to_the_output_file(tmp_path):
+    """As ruff: the patch stays on stdout, and -o FILE gets the report (the summary line) in --output-format.
+
+    -o was ignored: the summary went to stderr and FILE was never written. A missing path beside the others was
+    dropped without a word, and --exit-zero did not cover the diff's exit of 1.
+    """
+    put(tmp_path, SEEDS_ONLY)
+    alone = opscan(tmp_path, "lint", "--diff", "--no-cache", "train.py")
+    run = opscan(tmp_path, "lint", "--diff", "--no-cache", "-o", "report.txt", "train.py")
+    assert (run.rc, run.out, run.err) == (1, alone.out, "")
+    assert (tmp_path / "report.txt").read_text() == "Would fix 2 errors.\n"
+    run = opscan(tmp_path, "lint", "--diff", "--no-cache", "--output-format", "json", "-o", "report.json", "train.py")
+    assert (run.rc, run.out, run.err) == (1, alone.out, "")
+    assert json.loads((tmp_path / "report.json").read_text()) == []  # no findings: --diff shows none, as ruff's
+    run = opscan(tmp_path, "lint", "--diff", "--no-cache", "-o", "report.txt", "train.py", "missing.py")
+    assert (run.rc, run.out) == (2, alone.out)
+    assert (tmp_path / "report.txt").read_text() == (
+        "error: no such file or directory: missing.py\n1 problem stopped part of the run; nothing found in the rest.\nWould fix 2 errors.\n"
+    )
+    assert run.err == "opscan: error: no such file or directory: missing.py\n"
+    (tmp_path / "report.txt").write_text("last good report\n")
+    run = opscan(tmp_path, "lint", "--diff", "--no-cache", "-o", "report.txt", "missing.py")
+    assert run.rc == 2 and (tmp_path / "report.txt").read_text() == "last good report\n"
+    run = opscan(tmp_path, "lint", "--diff", "--exit-zero", "--no-cache", "train.py")
+    assert (run.rc, run.out, run.err) == (0, alone.out, "Would fix 2 errors.\n")
+
+
 @pytest.mark.skipif(shutil.which("patch") is None, reason="needs patch(1)")
 def test_diff_applies_to_the_same_result_as_fix(tmp_path):
     for case in (SEEDS_ONLY, FIX_FIXTURES / "safe" / "det001_det002_crlf.in.py"):
