@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
-from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_file_problem, target_paths
+from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_paths, unrunnable
 
 FORMATS = ("text", "json", "markdown", "html")
 MIN_ROUNDS = 20
@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
     if len(targets) != 1:
         return error("opscan bench measures one target at a time")
     target = targets[0]
-    problem = input_problem(args, target_paths([target])) or target_file_problem(target)  # a directory was "no such file"
-    if problem:  # before "needs a GPU", which would hide it
+    problem = input_problem(args, target_paths([target]))
+    if problem:
         return error(problem)
     from opscan.bench.measure import DEFAULT_ROUNDS, DEFAULT_WARMUP
 
@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     problem = input_shape_problem(targets, input_shape)
     if problem:
         return error(problem)
+    failed = unrunnable(target, "bench")
+    if failed is not None:  # before "needs a GPU", which would hide it
+        return emit(failed, args)
     missing = needs_torch("bench")
     if missing:
         return error(missing)

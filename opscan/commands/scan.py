@@ -110,6 +110,20 @@ def target_file_problem(target) -> str | None:
     return file_problem(path, "a Python script" if target.kind == "script" else "a Python file")
 
 
+def unrunnable(target, command: str):
+    """`command`'s Report whose one error is why the file `target` names cannot be run (target_file_problem), or None.
+
+    The target is this run's input failing, as it is in scan's report: emitted, so that json is still json and
+    -o's file is left as it was, where a line on stderr left --output-format json with nothing to read.
+    """
+    problem = target_file_problem(target)
+    if problem is None:
+        return None
+    from opscan.findings import Problem, Report
+
+    return Report(command, errors=[Problem(problem, target.name)])
+
+
 def target_paths(targets) -> list[str]:
     """The files the targets name, for finding their pyproject.toml (the working directory for zoo targets)."""
     paths = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -38,8 +39,6 @@ def bench(capsys, *args, cwd=FIXTURES):
         (("--input-shape", "2,3,8,8", "models.py:build"), "--input-shape applies to torchvision:, timm: and hf: targets only"),
         (("--input-shape", "2,3,8,8", "--run", "train_bench.py"), "--input-shape applies to"),
         pytest.param(("--device", "cpu", "models.py:build"), "opscan bench needs a CUDA GPU", marks=needs_torch),
-        (("nothere.py:build",), "nothere.py: no such file"),  # said before it needs a GPU (or torch)
-        (("--run", "nothere.py"), "nothere.py: no such file"),
     ],
 )
 def test_bad_input_is_a_clear_error(capsys, tmp_path, args, message):
@@ -49,6 +48,32 @@ def test_bad_input_is_a_clear_error(capsys, tmp_path, args, message):
     assert message in err
     assert "Traceback" not in err
     assert out == "" and not out_file.exists()
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "html"])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("nothere.py:build",), "nothere.py: no such file"),  # said before it needs a GPU (or torch)
+        (("--run", "nothere.py"), "nothere.py: no such file"),
+        (("--run", "/"), "/ is a directory, not a Python script"),
+    ],
+)
+def test_a_target_file_that_cannot_be_run_is_an_error_in_the_report(capsys, tmp_path, fmt, args, message):
+    """As scan's: json is still json (it printed nothing, the error was on stderr only), and -o's file is left as it was."""
+    rc, out, err = bench(capsys, "--output-format", fmt, *args)
+    assert rc == 2 and "Traceback" not in err
+    if fmt == "json":
+        doc = json.loads(out)
+        assert (doc["command"], doc["errors"]) == ("bench", [{"message": message, "target": args[-1]}])
+    else:
+        assert message in out
+    assert err == ("" if fmt == "text" else f"opscan: error: {message}\n")  # text on stdout says it once
+    out_file = tmp_path / "report.json"
+    out_file.write_text("last good report\n")
+    rc, out, err = bench(capsys, "--output-format", fmt, "-o", str(out_file), *args)
+    assert (rc, out, out_file.read_text()) == (2, "", "last good report\n")
+    assert err == f"opscan: error: {message}\nopscan: {out_file} not written: the run stopped before any result\n"
 
 
 def test_without_a_gpu_bench_says_it_needs_one(capsys, monkeypatch, tmp_path):
