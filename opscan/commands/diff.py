@@ -12,7 +12,7 @@ import os
 
 from opscan.commands.common import add_output_arguments, device_problem, emit, error, input_problem, output_problem
 from opscan.commands.record import add_record_arguments, check_record_args
-from opscan.commands.scan import add_target_arguments, positive, target_paths
+from opscan.commands.scan import add_target_arguments, positive, target_paths, unrunnable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
         return error(device_problem(exc, args.device, settings))
     if args.same_process:
         device = resolved
+    failed = unrunnable(target, "diff")  # before two runs are recorded, each of which would say it
+    if failed is not None:
+        return emit(failed, args)
     from opscan.diff import diff
 
     report = diff(

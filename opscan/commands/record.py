@@ -70,7 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_record_args(args: argparse.Namespace, command: str):
-    """(the one Target, the config's scan settings) or an error exit code; imports no torch."""
+    """(the one Target, the config's scan settings) or an error exit code; imports no torch.
+
+    Whether the target's file can be run is each command's own check: an error on stderr for record, whose -o is
+    the record; in the report for diff, as for scan.
+    """
     from opscan.trace.runner import TargetError
 
     try:
@@ -89,9 +93,6 @@ def check_record_args(args: argparse.Namespace, command: str):
     problem = input_shape_problem(targets, args.input_shape)
     if problem:
         return None, None, error(problem)
-    problem = target_file_problem(target)  # a directory was "no such file"
-    if problem:
-        return None, None, error(problem)
     return target, settings, None
 
 
@@ -99,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
     target, settings, failed = check_record_args(args, "record")
     if failed is not None:
         return failed
+    problem = target_file_problem(target)  # a directory was "no such file"
+    if problem:
+        return error(problem)
     if args.record_path == "-":
         # Every other command reads -o - as stdout; a record there would be mixed with what the
         # target prints. Say so rather than write a file named "-".

@@ -136,13 +136,33 @@ def test_the_same_script_taking_another_path_is_not_called_different_code(tmp_pa
 
 
 def test_bad_input_to_diff(tmp_path):
-    proc = opscan("diff", "nowhere.py:build", *CPU)
-    assert proc.returncode == 2 and "nowhere.py: no such file" in proc.stderr and "Traceback" not in proc.stderr
     (tmp_path / "file").write_text("")
     proc = opscan("diff", "models.py:build_clean", *CPU, "--keep", str(tmp_path / "file"))
     assert proc.returncode == 2 and "not a directory" in proc.stderr
     proc = opscan("diff", "models.py:build_clean", *CPU, "--seed", str(2**64))
     assert proc.returncode == 2 and f"argument --seed: {2**64} is out of range" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_target_file_that_cannot_be_run_is_an_error_in_the_report(tmp_path, fmt):
+    """As scan's: json is still json (it printed nothing, the error was on stderr only), and -o's file is left as it was."""
+    out_file = tmp_path / "diff.json"
+    out_file.write_text("last good report\n")
+    for args, message in (
+        (["nowhere.py:build"], "nowhere.py: no such file"),
+        (["--run", str(tmp_path)], f"{tmp_path} is a directory, not a Python script"),
+    ):
+        proc = opscan("diff", *CPU, "--output-format", fmt, *args)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        if fmt == "json":
+            doc = json.loads(proc.stdout)
+            assert (doc["command"], doc["errors"]) == ("diff", [{"message": message, "target": args[-1]}])
+        else:
+            assert message in proc.stdout
+        assert proc.stderr == ("" if fmt == "text" else f"opscan: error: {message}\n")  # text on stdout says it once
+        proc = opscan("diff", *CPU, "--output-format", fmt, "-o", str(out_file), *args)
+        assert (proc.returncode, proc.stdout, out_file.read_text()) == (2, "", "last good report\n")
+        assert proc.stderr == f"opscan: error: {message}\nopscan: {out_file} not written: the run stopped before any result\n"
 
 
 def test_a_builder_that_raises_is_said_once(tmp_path):
