@@ -132,10 +132,13 @@ def test_a_config_that_is_a_directory_or_a_device_says_so_not_not_found(capsys, 
 
 
 @pytest.mark.parametrize("command", ["record", "diff", "bench"])
-@pytest.mark.parametrize("spelled", ["--run", "callable"])
-def test_a_target_file_that_is_a_directory_says_so_not_no_such_file(capsys, tmp_path, command, spelled):
-    folder = tmp_path / "adir.py"
-    folder.mkdir()
+@pytest.mark.parametrize(("spelled", "name"), [("--run", "adir.py"), ("callable", "adir.py"), ("callable", "adir"), ("--run", ".")])
+def test_a_target_file_that_is_a_directory_says_so_not_no_such_file(capsys, tmp_path, command, spelled, name):
+    """A FILE:CALLABLE whose FILE has a folder in it but no .py, and --run ., were not checked before the run (the runner
+    reads them as files all the same): bench said only that it needs a GPU, and diff recorded a run to be told."""
+    folder = tmp_path / name if name != "." else "."
+    if name != ".":
+        folder.mkdir()
     required = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else []
     target = ["--run", str(folder)] if spelled == "--run" else [f"{folder}:build"]
     code, out, err = _main(capsys, [command, *required, *target])

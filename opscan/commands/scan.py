@@ -100,12 +100,22 @@ def input_shape_problem(targets, input_shape) -> str | None:
     return f"--input-shape applies to torchvision:, timm: and hf: targets only; {own[0]} builds its own inputs"
 
 
+def target_file(target) -> str | None:
+    """The file a target runs, as the runner reads it: a --run script, or FILE of FILE:CALLABLE; None for a module or a zoo."""
+    from opscan.trace.spec import names_a_file
+
+    if target.kind == "script":
+        return target.spec
+    where = target.spec.rpartition(":")[0]
+    return where if target.kind == "callable" and names_a_file(where) else None
+
+
 def target_file_problem(target) -> str | None:
     """Why the file a target names cannot be run (not there, a directory, a device), or None; zoo and module targets name none."""
     from opscan._read import file_problem
 
-    path = target_paths([target])[0]
-    if path == ".":
+    path = target_file(target)
+    if path is None:
         return None
     return file_problem(path, "a Python script" if target.kind == "script" else "a Python file")
 
@@ -126,13 +136,7 @@ def unrunnable(target, command: str):
 
 def target_paths(targets) -> list[str]:
     """The files the targets name, for finding their pyproject.toml (the working directory for zoo targets)."""
-    paths = []
-    for target in targets:
-        if target.kind == "script":
-            paths.append(target.spec)
-        elif target.kind == "callable" and target.spec.rpartition(":")[0].endswith(".py"):
-            paths.append(target.spec.rpartition(":")[0])
-    return paths or ["."]
+    return [path for path in map(target_file, targets) if path is not None] or ["."]
 
 
 def load_targets(args: argparse.Namespace, section: str):

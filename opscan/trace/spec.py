@@ -9,6 +9,7 @@ Targets:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,12 @@ class Target:
     @property
     def name(self) -> str:
         return self.spec
+
+
+def names_a_file(where: str) -> bool:
+    """Whether WHERE of a WHERE:CALLABLE target is a file to import (a name ending in .py, or any path with a folder
+    in it) rather than a module: the one rule for the runner that imports it and the commands that check it first."""
+    return where.endswith(".py") or "/" in where or os.sep in where
 
 
 def parse_target(spec: str) -> Target:

@@ -39,7 +39,7 @@ OPSCAN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # Defined where no torch is imported, so that a command can refuse a malformed target before importing torch.
-from opscan.trace.spec import ZOOS, TargetError  # noqa: E402,F401
+from opscan.trace.spec import ZOOS, TargetError, names_a_file  # noqa: E402,F401
 
 
 class UserCodeError(Exception):
@@ -153,7 +153,7 @@ def load_target(spec: str, *, input_shape: tuple[int, ...] | None = None) -> Wor
             f"{spec!r} is not a target; use FILE.py:CALLABLE, MODULE:CALLABLE, torchvision:NAME, timm:NAME or hf:NAME "
             "(or --run SCRIPT to run a training script)"
         )
-    if where.endswith(".py") or "/" in where or os.sep in where:
+    if names_a_file(where):
         module = _import_file(where)
     else:
         module = _import_module(where)
