@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 18  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off
+FACTS_VERSION = 19  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -39,6 +39,16 @@ _THIS_DOT = THIS + "."
 _MAX_QUALNAME_PARTS = 64
 
 _NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+# Context managers and decorators whose first argument (`mode`) says whether gradients go off: True for
+# inference_mode (its default; `inference_mode(False)` leaves them on), False for set_grad_enabled.
+_GRAD_MODE_OFF_WHEN = {
+    "torch.inference_mode": True,
+    "torch.autograd.inference_mode": True,
+    "torch.autograd.grad_mode.inference_mode": True,
+    "torch.set_grad_enabled": False,
+    "torch.autograd.set_grad_enabled": False,
+    "torch.autograd.grad_mode.set_grad_enabled": False,
+}
 _ENV = "os.environ"
 # Calls that set environment variables: a name among their arguments is read through `_Scope.constant`.
 _ENV_WRITERS = frozenset({"os.environ.setdefault", "os.environ.update", "os.putenv"})
@@ -1178,8 +1188,7 @@ class _FactsBuilder:
             no_grad = 0
             for item in stmt.items:
                 self.expression_events(item.context_expr, scope, out)
-                ctx = item.context_expr.func if isinstance(item.context_expr, ast.Call) else item.context_expr
-                if self.qualify(ctx, scope) in _NO_GRAD:
+                if self._turns_grad_off(item.context_expr, scope):
                     no_grad += 1
                 if item.optional_vars is not None:
                     self.assign_target_events(item.optional_vars, None, scope, out, stmt)
@@ -1254,7 +1263,7 @@ class _FactsBuilder:
             for d in node.decorator_list:
                 called = d.__class__ is ast.Call
                 q = self.qualify(d.func if called else d, scope)
-                if q in _NO_GRAD:
+                if (q in _NO_GRAD or q in _GRAD_MODE_OFF_WHEN) and self._turns_grad_off(d, scope):
                     decorated_no_grad = True
                 elif q and (self.calls is None or self.calls.dropped_library(q, None) is None):
                     decorators.append((q, called))  # project code, maybe: the linker looks at what it does
@@ -1287,6 +1296,25 @@ class _FactsBuilder:
             ):
                 facts.grad_off = self._grad_off(node, inner, facts.qualname)
         functions[facts.qualname] = facts
+
+    def _turns_grad_off(self, node: ast.AST, scope: _Scope) -> bool:
+        """Whether a context manager or decorator expression turns gradients off: `torch.no_grad()`,
+        `torch.inference_mode()`, `torch.set_grad_enabled(False)`. A mode that is not a literal counts
+        as off for inference_mode (its usual use) and as on for set_grad_enabled (`set_grad_enabled(train)`
+        in a loop that trains)."""
+        called = node.__class__ is ast.Call
+        q = self.qualify(node.func if called else node, scope)
+        off_when = _GRAD_MODE_OFF_WHEN.get(q)
+        if off_when is None:
+            return q in _NO_GRAD
+        if not called:  # `@torch.inference_mode` without parentheses decorates as inference_mode() does
+            return off_when
+        mode = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        if mode is None:
+            return off_when  # inference_mode()'s default; set_grad_enabled() needs its mode
+        if mode.__class__ is ast.Constant and mode.value.__class__ is bool:
+            return mode.value is off_when
+        return off_when
 
     # -- decorators that turn gradients off ----------------------------------------
     #

@@ -11,7 +11,8 @@ script's own module and at the project code that runs from it.
 The data lives in `rules/*.toml`, keyed by torch version range. It points at
 the call that creates the layer or runs the op. Where an argument that decides
 it cannot be known statically, it stays silent; ops that raise only in
-backward are not flagged under `torch.no_grad()` or `torch.inference_mode()`:
+backward are not flagged where gradients are off (`torch.no_grad()`,
+`torch.inference_mode()`, `torch.set_grad_enabled(False)`; not `inference_mode(False)`):
 in such a `with` block, in a function they decorate, or in one a project
 decorator runs with gradients off on every path (yolov5's
 `@smart_inference_mode()`, which applies one of them). Elsewhere, lint cannot tell
