@@ -62,6 +62,8 @@ _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # pa
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory,
 # drop_last, timeout, worker_init_fn, ...): the positions of the parameters lint follows.
 _LOADER_PARAMS = (("dataset", 0), ("num_workers", 5), ("collate_fn", 6), ("worker_init_fn", 10))
+_LOADER_FOLLOWS = frozenset(("dataset", "collate_fn", "worker_init_fn"))  # what a Loader event is kept for
+_COLLATE_AT = 6  # collate_fn's position: a call with more positional arguments may pass it
 # Displays whose items a call may run: `Fire({"train": train})`, `COMMANDS = {...}; COMMANDS[name]()`.
 _DISPLAYS = frozenset((ast.Dict, ast.List, ast.Tuple, ast.Set))
 # Expression nodes with nothing inside that can call, so nothing to record: names, operators,
@@ -741,6 +743,30 @@ class _FactsBuilder:
         collate, init = (self.qualify(found[n], scope) if n in found else None for n in ("collate_fn", "worker_init_fn"))
         return Loader(classes, dataset, collate, init, args.get("num_workers", 5, 0))
 
+    @staticmethod
+    def _may_load(call: ast.Call, qualname: str | None, scope: _Scope) -> bool:
+        """Whether a call of a project callee may build a DataLoader subclass with something to follow (see
+        _loader): the callee is named as PEP 8 names classes, and so is the class of a dataset passed first
+        (an instance, or a class called there), or a collate_fn or worker_init_fn may be among its arguments.
+        The linker follows a dataset only where it is a class. The cheap tests first: this is asked of every
+        project call with arguments (on torch's own tree ~165,000, which keep ~1,000 such events)."""
+        if qualname is None or not qualname.rpartition(".")[2][:1].isupper():
+            return False
+        args = call.args
+        if args:
+            first = args[0]
+            cls = first.__class__
+            if cls is ast.Call:
+                func = first.func
+                kind = func.__class__
+                if (func.id if kind is ast.Name else func.attr if kind is ast.Attribute else "")[:1].isupper():
+                    return True
+            elif cls is ast.Name:
+                held = scope.instance(first.id)
+                if held and held.rpartition(".")[2][:1].isupper():
+                    return True
+        return len(args) > _COLLATE_AT or any(k.arg in _LOADER_FOLLOWS for k in call.keywords)
+
     def _classes_chosen(self, node: ast.IfExp, scope: _Scope) -> tuple[str, ...] | None:
         """The classes a conditional chooses among (`A if c else B if d else C`), where each is named and may
         be a DataLoader: torch's, or one named as a class (see call_event); else None."""
@@ -935,12 +961,14 @@ class _FactsBuilder:
         if loader:
             loc = loc or _call_loc(call)
             out.append(Event(loc, self._loader(call, scope, args or self.call_args(call), (qualname,))))
-        elif chosen or (args is not None and qualname is not None and (call.args or call.keywords) and qualname.rpartition(".")[2][:1].isupper()):
+        elif chosen or (args is not None and (call.args or call.keywords) and self._may_load(call, qualname, scope)):
             # A class of the project's may subclass DataLoader: what it would run is kept where there is
             # something to follow, and the linker follows it only if the class is one that takes
-            # DataLoader's arguments (Project.is_loader). Only callees named as PEP 8 names classes: on
-            # torch's own tree that keeps 727 such events, where every call with arguments kept 8,248.
+            # DataLoader's arguments (Project.is_loader).
             found = self._loader(call, scope, args or self.call_args(call), chosen or (qualname,))
+            if found.dataset and not found.dataset.rpartition(".")[2][:1].isupper():
+                # A function's result (`build_dataset(cfg)`): the linker follows a dataset that is a class only.
+                found = Loader(found.classes, None, found.collate_fn, found.worker_init_fn, found.num_workers)
             if found.dataset or found.collate_fn or found.worker_init_fn:
                 out.append(Event(loc or _call_loc(call), found))
         # CUDA work visible in the syntax, whatever the receiver is.
