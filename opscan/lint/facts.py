@@ -744,14 +744,12 @@ class _FactsBuilder:
         return Loader(classes, dataset, collate, init, args.get("num_workers", 5, 0))
 
     @staticmethod
-    def _may_load(call: ast.Call, qualname: str | None, scope: _Scope) -> bool:
-        """Whether a call of a project callee may build a DataLoader subclass with something to follow (see
-        _loader): the callee is named as PEP 8 names classes, and so is the class of a dataset passed first
-        (an instance, or a class called there), or a collate_fn or worker_init_fn may be among its arguments.
-        The linker follows a dataset only where it is a class. The cheap tests first: this is asked of every
-        project call with arguments (on torch's own tree ~165,000, which keep ~1,000 such events)."""
-        if qualname is None or not qualname.rpartition(".")[2][:1].isupper():
-            return False
+    def _may_load(call: ast.Call, scope: _Scope) -> bool:
+        """Whether a call of a project callee named as PEP 8 names classes (the caller tests that, for every
+        call the facts keep: ~165,000 on torch's own tree) may build a DataLoader subclass with something to
+        follow (see _loader): the class of a dataset passed first is named so (an instance, or a class called
+        there; the linker follows a dataset only where it is a class), or a collate_fn or worker_init_fn may be
+        among its arguments."""
         args = call.args
         if args:
             first = args[0]
@@ -961,7 +959,11 @@ class _FactsBuilder:
         if loader:
             loc = loc or _call_loc(call)
             out.append(Event(loc, self._loader(call, scope, args or self.call_args(call), (qualname,))))
-        elif chosen or (args is not None and (call.args or call.keywords) and self._may_load(call, qualname, scope)):
+        elif chosen or (
+            # inline, the cheap tests of _may_load first: this runs for every call the facts keep
+            args is not None and qualname is not None and qualname[qualname.rfind(".") + 1 :][:1].isupper()
+            and (call.args or call.keywords) and self._may_load(call, scope)
+        ):  # fmt: skip
             # A class of the project's may subclass DataLoader: what it would run is kept where there is
             # something to follow, and the linker follows it only if the class is one that takes
             # DataLoader's arguments (Project.is_loader).
