@@ -22,7 +22,9 @@ where a key is in both, `[tool.opscan.lint]` wins. Flags win over both.
 
 from __future__ import annotations
 
+import errno
 import os
+from stat import S_ISREG
 
 from opscan._path import Path
 
@@ -221,14 +223,23 @@ def pyproject_folders(paths: list[str]) -> list[Path]:
     return [common, *common.parents]
 
 
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing there, as is_file() reads them
+
+
 def find_pyproject(paths: list[str]) -> Path | None:
     """The nearest pyproject.toml with a [tool.opscan] table, walking up from the paths' common folder."""
     for folder in pyproject_folders(paths):
         candidate = folder / "pyproject.toml"
+        # os.stat, not is_file(): from Python 3.13 is_file() answers False where the folder may not be
+        # looked into (no search permission), and that folder's config is unknowable, not absent.
         try:
-            present = candidate.is_file()
-        except OSError as exc:  # a folder we may not look into (no search permission): its config is unknowable
-            raise ConfigError(f"cannot read {candidate}: {exc.strerror or exc}") from None
+            present = S_ISREG(candidate.stat().st_mode)
+        except ValueError:  # an embedded null byte
+            present = False
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                raise ConfigError(f"cannot read {candidate}: {exc.strerror or exc}") from None
+            present = False
         if present:
             if not _may_configure_opscan(candidate):
                 continue
