@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
     problem = _keep_problem(args)
     if problem:
         return error(problem)
+    failed = unrunnable(target, "diff")  # before two runs are recorded, each of which would say it; and before torch, as bench
+    if failed is not None:
+        return emit(failed, args)
     if importlib.util.find_spec("torch") is None:
         return error("opscan diff needs torch; install opscan[trace]")
     if args.nproc_per_node is not None and args.same_process:
@@ -81,9 +84,6 @@ def run(args: argparse.Namespace) -> int:
         return error(device_problem(exc, args.device, settings))
     if args.same_process:
         device = resolved
-    failed = unrunnable(target, "diff")  # before two runs are recorded, each of which would say it
-    if failed is not None:
-        return emit(failed, args)
     from opscan.diff import diff
 
     report = diff(
