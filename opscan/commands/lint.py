@@ -431,9 +431,8 @@ def _missing(path: str) -> bool:
 def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argparse.Namespace) -> int:
     """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing."""
     from opscan.lint import engine
-    from opscan.lint.rules import OPT_IN, lint_codes
-
     from opscan.lint.frameworks import VERSIONED
+    from opscan.lint.rules import OPT_IN, lint_codes
 
     files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
     for path in files:
