@@ -202,6 +202,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.exit_zero and args.exit_non_zero_on_fix:  # each says the opposite of the other, as ruff refuses it
         print("opscan: error: --exit-zero cannot be combined with --exit-non-zero-on-fix", file=sys.stderr)
         return 2
+    if args.diff and args.statistics:  # as ruff refuses it: the patch holds no finding to count
+        print("opscan: error: --diff cannot be combined with --statistics", file=sys.stderr)
+        return 2
     from opscan.output import STATISTICS_FORMATS, check_output_path
 
     if args.statistics and args.output_format not in STATISTICS_FORMATS:  # as ruff refuses it; it printed the findings instead
@@ -350,12 +353,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.quiet or args.output_format != "text":
         report.notices = []
     withheld = withhold(report, args.output_file)  # only missing paths: -o is left as it was
-    statistics = args.statistics and not args.diff  # --diff's report holds no finding to count
     # stdout holds the patch of --diff, or `opscan lint - --fix`'s fixed source: without -o FILE, the report goes to stderr.
     on_stderr = (args.diff or from_stdin and args.fix) and args.output_file in (None, "-")
     try:
-        text = render(report, args.output_format, statistics=statistics)
-        if args.quiet and args.output_format == "text" and not statistics:
+        text = render(report, args.output_format, statistics=args.statistics)
+        if args.quiet and args.output_format == "text" and not args.statistics:
             text = "".join(line + "\n" for line in text.splitlines() if (report.findings and ": DET" in line) or line.startswith("error: "))
         if on_stderr:
             sys.stderr.write(text)
@@ -365,7 +367,7 @@ def _run(args: argparse.Namespace) -> int:
         from opscan.output import cannot_write
 
         return cannot_write(exc, args.output_file)
-    if not on_stderr and (args.output_format != "text" or args.output_file not in (None, "-") or statistics):
+    if not on_stderr and (args.output_format != "text" or args.output_file not in (None, "-") or args.statistics):
         for problem in report.errors:  # not part of this output: say it where a person sees it
             print(f"opscan: error: {problem.message}", file=sys.stderr)
     if withheld is not None:

@@ -297,3 +297,13 @@ def test_stdin_filename_beside_paths_reads_stdin_and_says_it_ignores_them(tmp_pa
     assert proc.stdout.decode().startswith("train.py:3:1: DET001 ")
     assert "other.py" not in proc.stdout.decode()
     assert proc.stderr.decode() == "warning: Ignoring file other.py in favor of standard input.\n"
+
+
+def test_diff_and_statistics_refuse_each_other_as_in_ruff(tmp_path):
+    """The patch holds no finding to count: ruff refuses the pair, and opscan printed the patch alone."""
+    (tmp_path / "train.py").write_bytes(SEEDS)
+    proc = _cli(["--diff", "--statistics", "train.py"], tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == "opscan: error: --diff cannot be combined with --statistics\n"
+    assert proc.stdout == b""
+    assert (tmp_path / "train.py").read_bytes() == SEEDS
