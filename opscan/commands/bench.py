@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from opscan.commands.common import EXIT_ERROR, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
+from opscan.commands.common import add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
 from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_paths, unrunnable
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -116,4 +116,4 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples,
         input_shape=input_shape,
     )
-    return emit(report, args) if report is not None else EXIT_ERROR
+    return emit(report, args)
