@@ -552,6 +552,8 @@ def test_a_compiled_model_is_recorded_without_dynamo_tracing_opscan(tmp_path):
     proc = opscan("record", "--steps", "2", "-o", "c.jsonl", "--run", "compiled.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     noise = [line for line in proc.stderr.splitlines() if "Warning" in line or "recompile" in line or "opscan/trace" in line]
+    # torch's own word on one patch release of Python (torch 2.14.1 on 3.13.0), not about opscan's code
+    noise = [line for line in noise if "Guards may run slower on Python 3.13.0" not in line]
     assert noise == [], proc.stderr
     assert opscan("record", "--steps", "2", "-o", "e.jsonl", "--run", "eager.py", cwd=tmp_path).returncode == 0
     compiled, eager = read(tmp_path / "c.jsonl")["ops"], read(tmp_path / "e.jsonl")["ops"]
