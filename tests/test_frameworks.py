@@ -458,6 +458,12 @@ CASES = [
         expected=[seed("numpy", "torch", "random", "torch-cuda"), env("PYTHONHASHSEED", U)],
         id="detectron2-generated-seed",
     ),
+    case(
+        "detectron2.engine.default_setup",
+        args=(U, U),
+        expected=[seed("numpy", "torch", "random", "torch-cuda"), env("PYTHONHASHSEED", U), cudnn("benchmark", U)],
+        id="detectron2-default-setup",
+    ),
     # ultralytics: warn-only determinism, cudnn.deterministic, the variable, PYTHONHASHSEED; else off
     case(
         "ultralytics.utils.torch_utils.init_seeds",
@@ -587,6 +593,8 @@ REQUIRED_KEYS = [
     "timm.utils.random_seed",
     "stable_baselines3.common.utils.set_random_seed",
     "detectron2.utils.env.seed_all_rng",
+    "detectron2.engine.default_setup",
+    "detectron2.engine.defaults.default_setup",
     "ultralytics.utils.torch_utils.init_seeds",
     "fairseq.utils.set_torch_seed",
     "ignite.utils.manual_seed",

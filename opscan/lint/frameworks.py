@@ -830,6 +830,17 @@ HELPERS: tuple[Helper, ...] = (
         (("seed", None),),
         (Seed(("numpy", "torch", "random", "torch-cuda")), EnvWrite("PYTHONHASHSEED", Arg("seed"))),
     ),
+    # Every detectron2 training script (tools/train_net.py, plain_train_net.py, lazyconfig_train_net.py)
+    # calls default_setup, so seed_all_rng's call is there; the seed and the cuDNN flag come from the config.
+    Helper(
+        ("detectron2.engine.default_setup", "detectron2.engine.defaults.default_setup"),
+        "facebookresearch/detectron2@084acd0f781f217e8d7b93a0099b08fce82cd88f detectron2/engine/defaults.py "
+        "(default_setup(cfg, args): seed_all_rng(None if SEED < 0 else SEED + rank), SEED -1 by default; then, "
+        "unless args.eval_only, cudnn.benchmark = CUDNN_BENCHMARK, False by default: both from the config); "
+        "detectron2/engine/__init__.py @741dfbc7f9cd92c520838c035318d24641f14c78 re-exports it",
+        (("cfg", None), ("args", None)),
+        (Seed(("numpy", "torch", "random", "torch-cuda")), EnvWrite("PYTHONHASHSEED", UNKNOWN), Cudnn("benchmark", UNKNOWN)),
+    ),
     # -- ultralytics
     Helper(
         ("ultralytics.utils.torch_utils.init_seeds",),
