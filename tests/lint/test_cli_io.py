@@ -13,6 +13,7 @@ from opscan.cli import main
 from tests.util import chdir, subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "lint"
 SEEDS = b"import torch\n\ntorch.manual_seed(0)\n"
 
 
@@ -307,3 +308,13 @@ def test_diff_and_statistics_refuse_each_other_as_in_ruff(tmp_path):
     assert proc.stderr.decode() == "opscan: error: --diff cannot be combined with --statistics\n"
     assert proc.stdout == b""
     assert (tmp_path / "train.py").read_bytes() == SEEDS
+
+
+def test_stdin_is_what_the_branch_reading_parses_not_the_file_on_disk(tmp_path):
+    """DET001's placement (opscan.lint.branches, which DET005 shares) reads the text linted; with
+    --stdin-filename it read the file on disk, which an editor's unsaved buffer differs from."""
+    source = (FIXTURES / "det001" / "seed_in_each_branch.py").read_bytes()
+    (tmp_path / "train.py").write_text("# saved earlier\n" * 40)
+    proc = _cli(["--stdin-filename", "train.py"], tmp_path, source)
+    assert proc.returncode == 1, proc.stderr
+    assert "before the `if` around it" in proc.stdout.decode()

@@ -101,6 +101,7 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
+from opscan.lint.branches import branches, is_elif, module_tree, statement_at, suites
 from opscan.lint.context import Context, api_name, how, via_text
 from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
@@ -209,27 +210,29 @@ def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | 
             with open(facts.path, "rb") as fh:
                 raw = fh.read()
             text = source_lines(decode_source(raw))
-        # Two branches of one statement are parted by an `else`, `elif`, `except`, `finally` or `case` line:
-        # without one between the seeds (random, numpy and torch seeded in a row), no parse is needed.
-        first, last = min(loc.line, *others), max(loc.line, *others)
-        if not any(line.lstrip().startswith(_BRANCH_WORDS) for line in text[first:last]):
-            return None
-        if raw is None:
-            with open(facts.path, "rb") as fh:
-                raw = fh.read()
-        import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
-
-        tree = ast.parse(raw)
     except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
+        return None
+    # Two branches of one statement are parted by an `else`, `elif`, `except`, `finally` or `case` line:
+    # without one between the seeds (random, numpy and torch seeded in a row), no parse is needed.
+    first, last = min(loc.line, *others), max(loc.line, *others)
+    if not any(line.lstrip().startswith(_BRANCH_WORDS) for line in text[first:last]):
+        return None
+    import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
+
+    try:
+        tree = ast.parse(raw) if raw is not None else module_tree(facts)
+    except (SyntaxError, ValueError):
+        return None
+    if tree is None:
         return None
     chain: list = []  # the statements that hold `loc`, outermost first
     body = tree.body
     while True:
-        stmt = next((s for s in body if s.lineno <= loc.line <= (s.end_lineno or s.lineno)), None)
+        stmt = statement_at(body, loc.line)
         if stmt is None:
             break
         chain.append(stmt)
-        body = [s for suite in _ast_suites(stmt) for s in suite]
+        body = [s for suite in suites(stmt) for s in suite]
     tries = (ast.Try, getattr(ast, "TryStar", ast.Try))
     found = None
     for i in range(len(chain) - 2, -1, -1):  # innermost first; the last is the seeding statement itself
@@ -238,9 +241,9 @@ def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | 
             break
         if isinstance(stmt, ast.If) and i == 0 and _main_guard(stmt.test):
             break
-        if not isinstance(stmt, (ast.If, ast.Match, *tries)) or _is_elif(chain[i - 1] if i else None, stmt):
+        if not isinstance(stmt, (ast.If, ast.Match, *tries)) or is_elif(chain[i - 1] if i else None, stmt):
             continue  # a loop, a `with`; an `elif`, a branch of the `if` that holds it
-        if sum(any(_runs_line(s, lines) for s in suite) for suite in _ast_branches(stmt)) < 2:
+        if sum(any(_runs_line(s, lines) for s in suite) for suite in branches(stmt)) < 2:
             break  # the only branch that seeds: a run that takes another does not seed here
         if any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torch" for a in n.names) for n in ast.walk(stmt)):
             break  # `try: import torch ...`: the call stays where torch is bound
@@ -251,37 +254,6 @@ def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | 
 _BRANCH_WORDS = ("else", "elif", "except", "finally", "case")
 
 
-def _is_elif(parent, stmt) -> bool:
-    import ast
-
-    return isinstance(parent, ast.If) and parent.orelse == [stmt] and stmt.col_offset == parent.col_offset
-
-
-def _ast_suites(stmt) -> list:
-    """The statement lists a compound statement holds (an `elif` is the `if` in its `orelse`)."""
-    import ast
-
-    if isinstance(stmt, ast.Match):
-        return [case.body for case in stmt.cases]
-    suites = [getattr(stmt, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, name, None), list)]
-    return suites + [h.body for h in getattr(stmt, "handlers", ())]
-
-
-def _ast_branches(stmt) -> list:
-    """The branches of a statement: an `if`'s bodies (of its `elif`s and `else` too), a `match`'s cases, a `try`'s parts."""
-    import ast
-
-    if isinstance(stmt, ast.If):
-        suites = [stmt.body]
-        while len(stmt.orelse) == 1 and _is_elif(stmt, stmt.orelse[0]):
-            stmt = stmt.orelse[0]
-            suites.append(stmt.body)
-        return [*suites, stmt.orelse] if stmt.orelse else suites
-    if isinstance(stmt, ast.Match):
-        return [case.body for case in stmt.cases]
-    return [stmt.body, *(h.body for h in stmt.handlers), *(part for part in (stmt.orelse, stmt.finalbody) if part)]
-
-
 def _runs_line(stmt, lines: set[int]) -> bool:
     """Does `stmt` hold a statement on one of `lines`, not in a def or class it defines?"""
     import ast
@@ -290,7 +262,7 @@ def _runs_line(stmt, lines: set[int]) -> bool:
         return False
     if not any(stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) for line in lines):
         return False
-    inner = [s for suite in _ast_suites(stmt) for s in suite] if not isinstance(stmt, ast.Lambda) else []
+    inner = [s for suite in suites(stmt) for s in suite] if not isinstance(stmt, ast.Lambda) else []
     if not inner or any(line == stmt.lineno for line in lines):
         return True  # a simple statement, or a seed in a compound statement's header
     return any(_runs_line(s, lines) for s in inner)
