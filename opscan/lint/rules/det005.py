@@ -11,6 +11,11 @@ work after the `True` (`.cuda()`, `.to("cuda")`, a tensor created on the GPU), i
 execution order through project helpers. A reset after that work comes too late:
 the finding stays.
 
+A `True` in one branch of an `if` whose other branch turns determinism on, or
+benchmarking off, is the script's own fast path for runs that do not ask for
+determinism (torchvision's references: `if args.use_deterministic_algorithms:
+... else: torch.backends.cudnn.benchmark = True`): it is not reported.
+
 ## Why is this bad?
 With benchmarking on, cuDNN times several convolution algorithms on the first
 batch and keeps the fastest. Timing varies between runs, so the chosen
@@ -41,13 +46,15 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
+from opscan.lint.branches import apart, file_tree, module_tree
 from opscan.lint.context import Context
-from opscan.lint.model import Cudnn, Edit
+from opscan.lint.model import Cudnn, Determinism, Edit
 from opscan.lint.modelled import helper
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opscan.lint.fix.planner import Planner
+    from opscan.lint.project import TraceEvent
 
 RULE = parse_doc(__doc__)
 
@@ -61,6 +68,8 @@ def check(ctx: Context) -> None:
             continue
         if ctx.overridden(event, _turns_benchmark_off) is not None:
             continue  # turned off again before any CUDA work ran with it
+        if _chosen_instead_of_determinism(ctx, event):
+            continue
         entry = helper(event.api)
         if event.api is None:  # an assignment
             what, fix = "`cudnn.benchmark = True`", Fix("Set benchmark to False", applicability, BenchmarkFalse(keyword=None))
@@ -81,6 +90,36 @@ def check(ctx: Context) -> None:
 
 def _turns_benchmark_off(what) -> bool:
     return what.__class__ is Cudnn and what.flag == "benchmark" and what.value is False
+
+
+def _asks_for_determinism(what) -> bool:
+    cls = what.__class__
+    if cls is Determinism:
+        return what.mode is True
+    return cls is Cudnn and (what.flag, what.value) in (("benchmark", False), ("deterministic", True))
+
+
+def _places(event: TraceEvent) -> list[tuple[str, int]]:
+    """The lines that run `event`: its own, and each call site on the way to it."""
+    return [(event.path, event.loc.line), *((frame.path, frame.loc.line) for frame in event.via)]
+
+
+def _chosen_instead_of_determinism(ctx: Context, event: TraceEvent) -> bool:
+    """Is this `True` in one branch of an `if` whose other branch turns determinism on or benchmark off:
+    the fast path the script chose for runs that do not ask for determinism?"""
+    asks = [place for e in ctx.trace.effects if _asks_for_determinism(e.what) for place in _places(e)]
+    trees: dict[str, object] = {}
+    for path, line in _places(event):
+        others = [other for at, other in asks if at == path and other != line]
+        if not others:
+            continue
+        if path not in trees:
+            entry = ctx.trace.entry.facts
+            trees[path] = module_tree(entry) if path == entry.path else file_tree(path)
+        tree = trees[path]
+        if tree is not None and any(apart(tree, line, other) for other in others):
+            return True
+    return False
 
 
 # -- the fix ------------------------------------------------------------------------
