@@ -42,6 +42,23 @@ def file_tree(path: str) -> ast.Module | None:
         return None
 
 
+def file_lines(path: str) -> list[str] | None:
+    """The lines of the module at `path` on disk, as Python numbers them, or None where it cannot be read."""
+    from opscan.lint.facts import decode_source, source_lines
+
+    try:
+        with open(path, "rb") as fh:
+            return source_lines(decode_source(fh.read()))
+    except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
+        return None
+
+
+def parted(lines: list[str], a: int, b: int) -> bool:
+    """Is there an `else` or `elif` line between lines `a` and `b`? Two branches of one `if` always have
+    one between them: without it, they are not `apart` and no parse is needed."""
+    return any(line.lstrip().startswith(("else", "elif")) for line in lines[min(a, b) : max(a, b)])
+
+
 def is_elif(parent, stmt) -> bool:
     """Is `stmt` the `elif` of `parent` (an `if` alone in its `orelse`, at the same column)?"""
     import ast

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.branches import apart, file_tree, module_tree
+from opscan.lint.branches import apart, file_lines, file_tree, module_tree, parted
 from opscan.lint.context import Context
 from opscan.lint.model import Cudnn, Determinism, Edit
 from opscan.lint.modelled import helper
@@ -108,15 +108,16 @@ def _chosen_instead_of_determinism(ctx: Context, event: TraceEvent) -> bool:
     """Is this `True` in one branch of an `if` whose other branch turns determinism on or benchmark off:
     the fast path the script chose for runs that do not ask for determinism?"""
     asks = [place for e in ctx.trace.effects if _asks_for_determinism(e.what) for place in _places(e)]
-    trees: dict[str, object] = {}
+    entry = ctx.trace.entry.facts
     for path, line in _places(event):
         others = [other for at, other in asks if at == path and other != line]
         if not others:
             continue
-        if path not in trees:
-            entry = ctx.trace.entry.facts
-            trees[path] = module_tree(entry) if path == entry.path else file_tree(path)
-        tree = trees[path]
+        lines = entry.lines if path == entry.path and entry.lines is not None else file_lines(path)
+        others = [other for other in others if lines is not None and parted(lines, line, other)]
+        if not others:
+            continue  # no `else` between them: not two branches of one `if`, and no parse needed
+        tree = module_tree(entry) if path == entry.path else file_tree(path)
         if tree is not None and any(apart(tree, line, other) for other in others):
             return True
     return False
