@@ -173,12 +173,15 @@ class Context:
 
     # -- flow -------------------------------------------------------------------
 
-    def overridden(self, event: TraceEvent, clears) -> TraceEvent | None:
+    def overridden(self, event: TraceEvent, clears, branches: bool = False) -> TraceEvent | None:
         """The later event that undoes `event` before any CUDA work runs after it, if there is one.
 
         Last write wins: a flag set and then set back before the first CUDA work
         that follows it (`.cuda()`, a tensor on the GPU, ...) never applies to
         any work. `clears(effect)` says whether an effect undoes `event`'s.
+        `branches`: an effect in another branch of an `if` that holds `event`
+        (`if fast: benchmark = True` / `else: benchmark = False`) runs on
+        another path, so it undoes nothing.
         """
         index = self._positions.get(id(event))
         if index is None:
@@ -187,9 +190,37 @@ class Context:
             what = later.what
             if what.__class__ is CudaWork:
                 return None
-            if clears(what):
+            if clears(what) and not (branches and self.apart(event, later)):
                 return later
         return None
+
+    def apart(self, one: TraceEvent, other: TraceEvent) -> bool:
+        """Do `one` and `other` run in two branches of one `if` (its body, an `elif`'s, its `else`), where
+        they or the calls that lead to them sit in the same file: one pass through it runs one of them?"""
+        from opscan.lint.branches import apart, file_lines, file_tree, module_tree, parted
+
+        entry = self.trace.entry.facts
+        read = self._read
+        for path, line in _places(one):
+            for at, there in _places(other):
+                if at != path or there == line:
+                    continue
+                if path not in read:
+                    read[path] = (entry.lines if path == entry.path and entry.lines is not None else file_lines(path), None)
+                lines, tree = read[path]
+                if lines is None or not parted(lines, line, there):
+                    continue  # no `else` between them: not two branches of one `if`, and no parse needed
+                if tree is None:
+                    tree = module_tree(entry) if path == entry.path else file_tree(path)
+                    read[path] = (lines, tree)
+                if tree is not None and apart(tree, line, there):
+                    return True
+        return False
+
+    @cached_property
+    def _read(self) -> dict[str, tuple]:
+        """path -> (its lines, its tree), each read once and the tree only where asked for (Context.apart)."""
+        return {}
 
     @cached_property
     def _positions(self) -> dict[int, int]:
@@ -279,3 +310,8 @@ def how(event: TraceEvent) -> str:
     if event.helper:
         return f"via `{event.helper}` ({api_name(event)})" if event.api else f"via `{event.helper}`"
     return f"with {api_name(event)}"
+
+
+def _places(event: TraceEvent) -> list[tuple[str, int]]:
+    """The lines that run `event`: its own, and each call site on the way to it."""
+    return [(event.path, event.loc.line), *((frame.path, frame.loc.line) for frame in event.via)]

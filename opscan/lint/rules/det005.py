@@ -9,12 +9,16 @@ later `cudnn.benchmark = False`, or a helper that turns it off (MONAI's
 `enable_full_determinism`, ...), clears it when it runs before the first CUDA
 work after the `True` (`.cuda()`, `.to("cuda")`, a tensor created on the GPU), in
 execution order through project helpers. A reset after that work comes too late:
-the finding stays.
+the finding stays, and so does one in another branch of the `if` that holds the
+`True` (`if args.fast: ... = True` / `else: ... = False`), which runs on another
+path.
 
-A `True` in one branch of an `if` whose other branch turns determinism on, or
-benchmarking off, is the script's own fast path for runs that do not ask for
-determinism (torchvision's references: `if args.use_deterministic_algorithms:
-... else: torch.backends.cudnn.benchmark = True`): it is not reported.
+A `True` in one branch of an `if` whose other branch asks for determinism
+(`use_deterministic_algorithms(True)`, `cudnn.deterministic = True`) is the
+script's own fast path for runs that do not ask for it (torchvision's
+references: `if args.use_deterministic_algorithms: ... else:
+torch.backends.cudnn.benchmark = True`): it is not reported, unless determinism
+is also turned on outside such a branch.
 
 ## Why is this bad?
 With benchmarking on, cuDNN times several convolution algorithms on the first
@@ -46,7 +50,6 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.branches import apart, file_lines, file_tree, module_tree, parted
 from opscan.lint.context import Context
 from opscan.lint.model import Cudnn, Determinism, Edit
 from opscan.lint.modelled import helper
@@ -66,7 +69,7 @@ def check(ctx: Context) -> None:
     for event in ctx.of(Cudnn):
         if event.what.flag != "benchmark" or event.what.value is not True:
             continue
-        if ctx.overridden(event, _turns_benchmark_off) is not None:
+        if ctx.overridden(event, _turns_benchmark_off, branches=True) is not None:
             continue  # turned off again before any CUDA work ran with it
         if _chosen_instead_of_determinism(ctx, event):
             continue
@@ -96,31 +99,16 @@ def _asks_for_determinism(what) -> bool:
     cls = what.__class__
     if cls is Determinism:
         return what.mode is True
-    return cls is Cudnn and (what.flag, what.value) in (("benchmark", False), ("deterministic", True))
-
-
-def _places(event: TraceEvent) -> list[tuple[str, int]]:
-    """The lines that run `event`: its own, and each call site on the way to it."""
-    return [(event.path, event.loc.line), *((frame.path, frame.loc.line) for frame in event.via)]
+    return cls is Cudnn and what.flag == "deterministic" and what.value is True
 
 
 def _chosen_instead_of_determinism(ctx: Context, event: TraceEvent) -> bool:
-    """Is this `True` in one branch of an `if` whose other branch turns determinism on or benchmark off:
-    the fast path the script chose for runs that do not ask for determinism?"""
-    asks = [place for e in ctx.trace.effects if _asks_for_determinism(e.what) for place in _places(e)]
-    entry = ctx.trace.entry.facts
-    for path, line in _places(event):
-        others = [other for at, other in asks if at == path and other != line]
-        if not others:
-            continue
-        lines = entry.lines if path == entry.path and entry.lines is not None else file_lines(path)
-        others = [other for other in others if lines is not None and parted(lines, line, other)]
-        if not others:
-            continue  # no `else` between them: not two branches of one `if`, and no parse needed
-        tree = module_tree(entry) if path == entry.path else file_tree(path)
-        if tree is not None and any(apart(tree, line, other) for other in others):
-            return True
-    return False
+    """Is this `True` in one branch of an `if` whose other branch asks for determinism, with nothing turning
+    determinism on outside such a branch: the fast path the script chose for runs that do not ask for it?"""
+    asks = [e for e in ctx.trace.effects if _asks_for_determinism(e.what)]
+    if not any(ctx.apart(event, other) for other in asks):
+        return False
+    return all(ctx.apart(event, other) for other in asks if other.what.__class__ is Determinism)
 
 
 # -- the fix ------------------------------------------------------------------------
