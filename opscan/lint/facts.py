@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 20  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: a call of a call, Blur()(img), runs the built class's __call__
+FACTS_VERSION = 19  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -905,17 +905,10 @@ class _FactsBuilder:
         func = call.func
         is_name = func.__class__ is ast.Name
         qualname = self.qualify(func, scope)
-        if qualname is None:
-            if is_name:
-                held = scope.instance(func.id)
-                if held:
-                    qualname = f"{held}.__call__"  # model(x) runs Net.forward
-            elif func.__class__ is ast.Call:  # Blur()(img): built and called at once, as `blur = Blur(); blur(img)`
-                # A class by its name, as PEP 8 names them: torch's own tree has 809 calls of a call of a
-                # lowercase name (factories, partial(...)(x)) to 47 of a capitalised one.
-                built = self.qualify(func.func, scope)
-                if built and built[built.rfind(".") + 1 : built.rfind(".") + 2].isupper():
-                    qualname = f"{built}.__call__"
+        if qualname is None and is_name:
+            held = scope.instance(func.id)
+            if held:
+                qualname = f"{held}.__call__"  # model(x) runs Net.forward
         method = func.attr if func.__class__ is ast.Attribute else None
         # Local functions handed over by name, alone or in a display (or a name bound to one): Fire(main),
         # spawn(worker), Fire({"train": train}); or called through a subscription of such a name,
