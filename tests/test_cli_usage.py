@@ -169,3 +169,26 @@ def test_compare_says_it_does_not_read_standard_input(capsys, argv):
         "opscan: error: '-' is not a record: compare reads its records from files, not from standard input "
         "(/dev/stdin reads a pipe; ./- names a file called -)\n"
     )
+
+
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - {"rule", "record"}))
+def test_every_command_that_reports_findings_takes_exit_zero(command):
+    """As lint and ruff do; `rule` reports none and `record` writes a record, so neither takes it."""
+    from opscan.cli import build_parser
+
+    args, unknown = build_parser(command).parse_known_args([command, "--exit-zero", "t.py:build"])
+    assert "--exit-zero" not in unknown and args.exit_zero is True
+
+
+def test_exit_zero_turns_findings_into_0_and_leaves_errors_at_2(capsys, tmp_path):
+    from pathlib import Path
+
+    pair = Path(__file__).parent / "fixtures" / "compare" / "kernel_nondeterminism"
+    a, b = str(pair / "a.jsonl"), str(pair / "b.jsonl")
+    assert main(["compare", a, b]) == 1
+    plain = capsys.readouterr().out
+    assert main(["compare", "--exit-zero", a, b]) == 0
+    assert capsys.readouterr().out == plain  # the same report
+    assert main(["compare", "--exit-zero", a, str(tmp_path / "missing.jsonl")]) == 2
+    code, err = _run(capsys, ["rule", "--exit-zero", "DET001"])
+    assert code == 2 and "unrecognized arguments: --exit-zero" in err

@@ -1,4 +1,4 @@
-"""The flags and exit codes every command shares: `--output-format`, `-o`, and 0 clean / 1 findings / 2 error."""
+"""The flags and exit codes every command shares: `--output-format`, `-o`, `--exit-zero`, and 0 clean / 1 findings / 2 error."""
 
 from __future__ import annotations
 
@@ -11,9 +11,14 @@ from opscan.output import FORMATS, check_output_path
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
-def add_output_arguments(parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS, default: str = "text") -> None:
+def add_output_arguments(
+    parser: argparse.ArgumentParser, formats: tuple[str, ...] = FORMATS, default: str = "text", findings: bool = True
+) -> None:
+    """The shared flags; `findings`: the command reports findings, so `--exit-zero` applies (as in lint and ruff)."""
     parser.add_argument("--output-format", choices=formats, default=default, help=f"report format (default {default})")
     parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    if findings:
+        parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings (errors still exit 2)")
 
 
 def output_problem(args: argparse.Namespace) -> str | None:
@@ -76,7 +81,8 @@ def emit(report, args: argparse.Namespace) -> int:
                 print(problem.detail.rstrip("\n"), file=sys.stderr)
     if withheld is not None:
         print(f"opscan: {withheld}", file=sys.stderr)
-    return report.exit_code()
+    code = report.exit_code()
+    return EXIT_CLEAN if code == EXIT_FINDINGS and getattr(args, "exit_zero", False) else code
 
 
 def needs_torch(command: str) -> str | None:

@@ -15,7 +15,7 @@ from opscan.commands.common import EXIT_CLEAN, add_output_arguments, error
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, e.g. DET001")
     parser.add_argument("--all", action="store_true", help="list every rule")
-    add_output_arguments(parser, formats=("text", "json"))
+    add_output_arguments(parser, formats=("text", "json"), findings=False)
 
 
 def _as_dict(info) -> dict:
