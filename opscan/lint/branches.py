@@ -13,33 +13,10 @@ if TYPE_CHECKING:
     from opscan.lint.facts import ModuleFacts
 
 
-def module_tree(facts: ModuleFacts) -> ast.Module | None:
-    """The module's tree, or None where it cannot be read or parsed.
-
-    From the facts' own lines where the run has them (the text linted from stdin
-    is not the file on disk), else from the file.
-    """
-    if facts.lines is None:
-        return file_tree(facts.path)
-    import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
-
-    try:
-        return ast.parse("\n".join(facts.lines) + "\n")
-    except (SyntaxError, ValueError):
-        return None
-
-
-def file_tree(path: str) -> ast.Module | None:
-    """The tree of the module at `path` on disk, or None where it cannot be read or parsed."""
-    import ast
-
-    from opscan.lint.facts import decode_source
-
-    try:
-        with open(path, "rb") as fh:
-            return ast.parse(decode_source(fh.read()))
-    except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
-        return None
+def lines_of(facts: ModuleFacts) -> list[str] | None:
+    """The module's lines: the facts' own where the run has them (the text linted from stdin is not
+    the file on disk), else the file's; None where it cannot be read."""
+    return facts.lines if facts.lines is not None else file_lines(facts.path)
 
 
 def file_lines(path: str) -> list[str] | None:
@@ -50,6 +27,16 @@ def file_lines(path: str) -> list[str] | None:
         with open(path, "rb") as fh:
             return source_lines(decode_source(fh.read()))
     except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
+        return None
+
+
+def parse_lines(lines: list[str]) -> ast.Module | None:
+    """The tree of a module's lines, numbered as in the file; None where they do not parse."""
+    import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
+
+    try:
+        return ast.parse("\n".join(lines) + "\n")
+    except (SyntaxError, ValueError):
         return None
 
 

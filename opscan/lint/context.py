@@ -197,7 +197,7 @@ class Context:
     def apart(self, one: TraceEvent, other: TraceEvent) -> bool:
         """Do `one` and `other` run in two branches of one `if` (its body, an `elif`'s, its `else`), where
         they or the calls that lead to them sit in the same file: one pass through it runs one of them?"""
-        from opscan.lint.branches import apart, file_lines, file_tree, module_tree, parted
+        from opscan.lint.branches import apart, file_lines, lines_of, parse_lines, parted
 
         entry = self.trace.entry.facts
         read = self._read
@@ -206,12 +206,12 @@ class Context:
                 if at != path or there == line:
                     continue
                 if path not in read:
-                    read[path] = (entry.lines if path == entry.path and entry.lines is not None else file_lines(path), None)
+                    read[path] = (lines_of(entry) if path == entry.path else file_lines(path), None)
                 lines, tree = read[path]
                 if lines is None or not parted(lines, line, there):
                     continue  # no `else` between them: not two branches of one `if`, and no parse needed
                 if tree is None:
-                    tree = module_tree(entry) if path == entry.path else file_tree(path)
+                    tree = parse_lines(lines)
                     read[path] = (lines, tree)
                 if tree is not None and apart(tree, line, there):
                     return True

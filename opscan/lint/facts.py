@@ -63,7 +63,7 @@ _SETTINGS_ROOTS = frozenset(q.partition(".")[0] for q in SETTINGS_CLASSES)  # pa
 # drop_last, timeout, worker_init_fn, ...): the positions of the parameters lint follows.
 _LOADER_PARAMS = (("dataset", 0), ("num_workers", 5), ("collate_fn", 6), ("worker_init_fn", 10))
 _LOADER_FOLLOWS = frozenset(("dataset", "collate_fn", "worker_init_fn"))  # what a Loader event is kept for
-_COLLATE_AT = 6  # collate_fn's position: a call with more positional arguments may pass it
+_COLLATE_AT = dict(_LOADER_PARAMS)["collate_fn"]  # a call with more positional arguments may pass it
 # Displays whose items a call may run: `Fire({"train": train})`, `COMMANDS = {...}; COMMANDS[name]()`.
 _DISPLAYS = frozenset((ast.Dict, ast.List, ast.Tuple, ast.Set))
 # Expression nodes with nothing inside that can call, so nothing to record: names, operators,
@@ -72,6 +72,12 @@ _NO_EVENTS = frozenset(
     [ast.Name, ast.Lambda]
     + [c for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__()]
 )
+
+
+
+def _named_as_class(qualname: str) -> bool:
+    """Whether the last part of a dotted name is capitalised, as PEP 8 names classes."""
+    return qualname.rpartition(".")[2][:1].isupper()
 
 
 class Event(Plain):
@@ -761,7 +767,7 @@ class _FactsBuilder:
                     return True
             elif cls is ast.Name:
                 held = scope.instance(first.id)
-                if held and held.rpartition(".")[2][:1].isupper():
+                if held and _named_as_class(held):
                     return True
         return len(args) > _COLLATE_AT or any(k.arg in _LOADER_FOLLOWS for k in call.keywords)
 
@@ -776,7 +782,7 @@ class _FactsBuilder:
                 pending += (node.orelse, node.body)
                 continue
             qualname = self.qualify(node, scope)
-            if qualname is None or not (qualname in DATALOADERS or qualname.rpartition(".")[2][:1].isupper()):
+            if qualname is None or not (qualname in DATALOADERS or _named_as_class(qualname)):
                 return None
             chosen.append(qualname)
         return tuple(dict.fromkeys(chosen))
@@ -960,7 +966,7 @@ class _FactsBuilder:
             loc = loc or _call_loc(call)
             out.append(Event(loc, self._loader(call, scope, args or self.call_args(call), (qualname,))))
         elif chosen or (
-            # inline, the cheap tests of _may_load first: this runs for every call the facts keep
+            # inline, _named_as_class and the cheap tests of _may_load first: this runs for every call the facts keep
             args is not None and qualname is not None and qualname[qualname.rfind(".") + 1 :][:1].isupper()
             and (call.args or call.keywords) and self._may_load(call, scope)
         ):  # fmt: skip
@@ -968,7 +974,7 @@ class _FactsBuilder:
             # something to follow, and the linker follows it only if the class is one that takes
             # DataLoader's arguments (Project.is_loader).
             found = self._loader(call, scope, args or self.call_args(call), chosen or (qualname,))
-            if found.dataset and not found.dataset.rpartition(".")[2][:1].isupper():
+            if found.dataset and not _named_as_class(found.dataset):
                 # A function's result (`build_dataset(cfg)`): the linker follows a dataset that is a class only.
                 found = Loader(found.classes, None, found.collate_fn, found.worker_init_fn, found.num_workers)
             if found.dataset or found.collate_fn or found.worker_init_fn:

@@ -101,7 +101,7 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.branches import branches, is_elif, module_tree, statement_at, suites
+from opscan.lint.branches import branches, is_elif, lines_of, parse_lines, statement_at, suites
 from opscan.lint.context import Context, api_name, how, via_text
 from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
@@ -201,30 +201,19 @@ def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | 
     others = [line for line in lines if line != loc.line and _scope_of(facts, Loc(line, 1, line, 1)) == scope]
     if not others:
         return None
-    from opscan.lint.facts import decode_source, source_lines
-
-    raw = None
-    text = facts.lines  # None where the facts came from the cache or another process
-    try:
-        if text is None:
-            with open(facts.path, "rb") as fh:
-                raw = fh.read()
-            text = source_lines(decode_source(raw))
-    except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
+    text = lines_of(facts)
+    if text is None:
         return None
     # Two branches of one statement are parted by an `else`, `elif`, `except`, `finally` or `case` line:
     # without one between the seeds (random, numpy and torch seeded in a row), no parse is needed.
     first, last = min(loc.line, *others), max(loc.line, *others)
     if not any(line.lstrip().startswith(_BRANCH_WORDS) for line in text[first:last]):
         return None
-    import ast  # here, not above: ast.py brings enum and contextlib, ~2 ms of a one-file run
-
-    try:
-        tree = ast.parse(raw) if raw is not None else module_tree(facts)
-    except (SyntaxError, ValueError):
-        return None
+    tree = parse_lines(text)
     if tree is None:
         return None
+    import ast  # loaded by parse_lines
+
     chain: list = []  # the statements that hold `loc`, outermost first
     body = tree.body
     while True:
