@@ -82,7 +82,7 @@ def emit(report, args: argparse.Namespace) -> int:
     if withheld is not None:
         print(f"opscan: {withheld}", file=sys.stderr)
     code = report.exit_code()
-    return EXIT_CLEAN if code == EXIT_FINDINGS and getattr(args, "exit_zero", False) else code
+    return EXIT_CLEAN if code == EXIT_FINDINGS and args.exit_zero else code
 
 
 def needs_torch(command: str) -> str | None:
