@@ -43,6 +43,21 @@ def env_differences(a: Header, b: Header) -> list[tuple[str, Any, Any]]:
     return rows
 
 
+def changed_sources(a: Header, b: Header) -> tuple[bool | None, list[str]]:
+    """Whether both records ran the same code, by their `sources` digests, and the files that differ.
+
+    (True, []): every project file either run loaded is in both, alike. (False, files):
+    a file both loaded differs. (None, []): no telling: a record without sources
+    (older, or a target with no project file), or runs that loaded other files.
+    """
+    if not a.sources or not b.sources:
+        return None, []
+    changed = [name for name in a.sources if name in b.sources and a.sources[name] != b.sources[name]]
+    if changed:
+        return False, changed
+    return (True, []) if a.sources.keys() == b.sources.keys() else (None, [])
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -110,7 +125,14 @@ def compare_records(path_a: str, path_b: str, *, same_code: bool = False) -> Rep
             f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
             "compared op by op all the same"
         )
-    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS], hb, same_code=same_code)
+    alike, changed = changed_sources(ha, hb)
+    if alike is False:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        notices.append(f"warning: the records are of different code: {shown} {'differs' if len(changed) == 1 else 'differ'} between them")
+    # The same code: opscan diff recorded it twice (unless a file changed meanwhile), or the digests say so.
+    why = "opscan diff recorded it twice" if same_code else f"the digests of {_count(len(ha.sources or ()), 'project file')} match"
+    same = alike is True or (same_code and alike is not False)
+    walker = Walker(ha, [name for name, _, _ in env_rows if name not in _RUN_FIELDS], hb, same_code=same, same_code_why=why)
     left = _walk(ra, rb, walker, errors)
     comparison = walker.result()
     for record in (ra, rb):

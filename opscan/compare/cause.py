@@ -168,17 +168,22 @@ class Walker:
     `env_diffs` names the environment fields that differ (numbers may part
     at the first op because of them); `header_a` gives the flags the help
     text mentions (determinism, cudnn.benchmark). `same_code`: the caller
-    recorded both runs from the same code (opscan diff), so a structural
-    difference is the same code taking another path, not a change to it.
+    recorded both runs from the same code (opscan diff), or their source
+    digests match (`same_code_why` says which), so a structural difference is
+    the same code taking another path, not a change to it.
     """
 
     MAX_CAUSES = 50  # distinct root causes kept; more are counted
     MAX_STRUCTURE = 200  # structural differences kept
 
-    def __init__(self, header_a: Header, env_diffs: list[str], header_b: Header | None = None, *, same_code: bool = False):
+    def __init__(
+        self, header_a: Header, env_diffs: list[str], header_b: Header | None = None, *, same_code: bool = False,
+        same_code_why: str = "opscan diff recorded it twice",
+    ):  # fmt: skip
         self.env = header_a.env
         self.env_b = (header_b or header_a).env
         self.same_code = same_code
+        self.same_code_why = same_code_why  # how we know the code is the same, for the message
         self.seeds = (header_a.seed, (header_b or header_a).seed)  # what opscan seeded each run with (None: nothing)
         self.env_diffs = env_diffs
         self.causes: dict[tuple, Cause] = {}
@@ -649,7 +654,7 @@ class Walker:
         else:
             hashed = ""  # fixed and equal: sets iterate alike
         return (
-            "Both records are of the same code (opscan diff recorded it twice), so something outside it chose the path: "
+            f"Both records are of the same code ({self.same_code_why}), so something outside it chose the path: "
             f"{hashed}{'or ' if hashed else ''}the code branches on something that changes from run to run "
             "(Python's random unseeded, the time, other input)"
         )

@@ -132,6 +132,7 @@ class Header:
     fingerprint: str
     version: int
     env: dict[str, Any]
+    sources: dict[str, str] | None = None  # project file -> digest (opscan/trace/sources.py); None: an older record
 
     def run_fields(self) -> dict[str, Any]:
         """The header's facts about the run, beside `env`, as compared and shown."""
@@ -287,6 +288,9 @@ class Record:
             env = {}
         if not isinstance(env, dict) or any(isinstance(v, (dict, list)) for v in env.values()):
             raise RecordError(f'{self.path}: the header\'s "env" is not an object of plain values')
+        sources = d.get("sources")
+        if sources is not None and (not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values())):
+            raise RecordError(f'{self.path}: the header\'s "sources" is not an object of file digests')
         argv = d.get("argv") or []
         if not isinstance(argv, list):
             argv = [argv]
@@ -301,6 +305,7 @@ class Record:
             fingerprint=fingerprint,
             version=version,
             env=dict(env),
+            sources=dict(sources) if sources is not None else None,
         )
 
     # ------------------------------------------------------------ the body

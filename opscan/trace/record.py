@@ -65,6 +65,7 @@ from opscan.trace.sourcemap import (
     in_backward_callback,
     locate,
 )
+from opscan.trace.sources import project_sources, target_file
 
 FORMAT, VERSION = "opscan-record", 1
 SAMPLE = 256  # elements per parameter sample
@@ -345,6 +346,9 @@ class Recorder:
     ):
         self.writer = writer  # recordwriter.ProcessWriter or InlineWriter: where the step's data goes
         self.target, self.kind, self.argv = target, kind, list(argv)
+        # Taken now: the header's `sources` are read after the first step, and a script may chdir.
+        named = target_file(target, kind)
+        self._source_paths = (os.path.realpath(named) if named else None, os.path.realpath(os.getcwd()))
         self.steps_asked, self.device, self.seed = steps, device, seed
         self.deterministic, self.benchmark = deterministic, benchmark
         self.fpr = Fingerprinter(scheme, staged=staged)
@@ -855,6 +859,8 @@ class Recorder:
             "fingerprint": self.fpr.scheme,
             # header_env: rank, world size (opscan/trace/ranks.py); the engine, so that compare shows two that differ.
             "env": {**record_env(self.device, flags), **header_env(), "record_engine": self.engine},
+            # After the first step, so that what the script imports at its top is loaded.
+            "sources": project_sources(*self._source_paths),
         }
         return json.dumps(header)
 

@@ -65,6 +65,23 @@ def structure_changes_numbers():
     return _pair(run(steps=2), run(variant(scale_after_relu=True), steps=2))
 
 
+# The project files a record's header lists (opscan/trace/sources.py): the script, and the model it imports.
+SOURCES = {"models/tiny.py": "6c0f2b7e41d9a3c58e1f0b2d4a6c8e90", "train.py": "0f1e2d3c4b5a69788796a5b4c3d2e1f0"}
+
+
+def structure_same_sources():
+    # As structure_changes_numbers, but both headers list the same project files alike: the same code took
+    # another path (an unseeded branch), which is what compare must say, not "the code changed".
+    same = {"sources": SOURCES}
+    return _pair(run(variant(header=same), steps=2), run(variant(scale_after_relu=True, header=same), steps=2))
+
+
+def structure_changed_sources():
+    # As structure_changes_numbers, and the headers say models/tiny.py changed between the runs.
+    changed = {"sources": {**SOURCES, "models/tiny.py": "a7b6c5d4e3f201928374655647382910"}}
+    return _pair(run(variant(header={"sources": SOURCES}), steps=2), run(variant(scale_after_relu=True, header=changed), steps=2))
+
+
 def structure_after_kernel():
     # b clones the activation, and fc1's forward matmul rounds differently before that clone runs.
     return _pair(run(steps=2), run(variant(clone_after_relu=True, nudge=(0, "forward", "aten.mm.default", "fc1")), steps=2))
@@ -147,6 +164,8 @@ CASES = {
         initialisation_differs,
         structure_same_numbers,
         structure_changes_numbers,
+        structure_same_sources,
+        structure_changed_sources,
         structure_after_kernel,
         environment,
         seeds_differ,

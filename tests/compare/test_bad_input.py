@@ -101,6 +101,8 @@ def test_long_binary_first_line(good, tmp_path):
         ('{"type": "header", "format": "opscan-record", "version": "1", "fingerprint": "x"}', "format version '1'"),
         ('{"type": "header", "format": "opscan-record", "version": 1}', 'does not name its "fingerprint" scheme'),
         ('{"type": "header", "format": "opscan-record", "version": 1, "fingerprint": "x", "env": {"a": [1]}}', '"env" is not an object of plain values'),
+        ('{"type": "header", "format": "opscan-record", "version": 1, "fingerprint": "x", "sources": ["a.py"]}', '"sources" is not an object of file digests'),
+        ('{"type": "header", "format": "opscan-record", "version": 1, "fingerprint": "x", "sources": {"a.py": 1}}', '"sources" is not an object of file digests'),
     ],
 )
 def test_foreign_or_mismatched_header(good, tmp_path, first, why):

@@ -263,3 +263,22 @@ def test_the_same_code_ran_with_other_arguments():
         "here, not the kernel; "
     ), cause.message
     assert "Both records are of the same code (opscan diff recorded it twice)" in cause.message
+
+
+def _with_sources(sources):
+    from dataclasses import replace
+
+    return replace(header(), sources=sources)
+
+
+def test_the_sources_say_same_code_changed_code_or_nothing():
+    from opscan.compare import changed_sources
+
+    one = {"train.py": "aa", "net.py": "bb"}
+    assert changed_sources(_with_sources(one), _with_sources(dict(one))) == (True, [])
+    assert changed_sources(_with_sources(one), _with_sources({**one, "net.py": "cc"})) == (False, ["net.py"])
+    # A file only one run loaded (a conditional import) proves neither.
+    assert changed_sources(_with_sources(one), _with_sources({**one, "extra.py": "dd"})) == (None, [])
+    # An older record, or a target with no project file: no telling.
+    assert changed_sources(_with_sources(None), _with_sources(one)) == (None, [])
+    assert changed_sources(_with_sources({}), _with_sources({})) == (None, [])

@@ -62,6 +62,8 @@ EXPECTED_CAUSES = {
     "initialisation_differs": ("DET201", "aten.t.default", "fc1", "forward"),
     "structure_same_numbers": ("DET203", "aten.t.default", "fc2", "forward"),
     "structure_changes_numbers": ("DET203", "aten.mul.Tensor", "act", "forward"),
+    "structure_same_sources": ("DET203", "aten.mul.Tensor", "act", "forward"),
+    "structure_changed_sources": ("DET203", "aten.mul.Tensor", "act", "forward"),
     "structure_after_kernel": ("DET200", "aten.mm.default", "fc1", "forward"),
     "environment": ("DET204", "aten.mm.default", "fc1", "forward"),
     "seeds_differ": ("DET204", "aten._to_copy.default", None, "forward"),

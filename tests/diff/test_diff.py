@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from tests.record.helpers import CPU, FIXTURES, env, line_of, opscan  # noqa: E402
+from tests.record.helpers import BRANCHING_SCRIPT, CPU, FIXTURES, env, line_of, opscan  # noqa: E402
 
 
 def _first(doc: dict) -> dict | None:
@@ -109,25 +109,7 @@ def test_an_unseeded_script_is_told_to_seed_not_to_remove_a_draw(tmp_path):
 def test_the_same_script_taking_another_path_is_not_called_different_code(tmp_path):
     # The second run takes another branch (here a file the first one leaves; in life a set's order or an
     # unseeded random.random()): diff ran the same code twice, so DET203 must not say the code differs.
-    doc = _diff_parts(
-        tmp_path,
-        """\
-        import pathlib
-        import torch, torch.nn as nn
-        torch.manual_seed(0)
-        a, b = nn.Linear(4, 4), nn.Linear(4, 4)
-        opt = torch.optim.SGD([*a.parameters(), *b.parameters()], lr=0.1)
-        second = pathlib.Path("ran").exists()
-        pathlib.Path("ran").touch()
-        for i in range(2):
-            x = torch.ones(2, 4)
-            if second:
-                x = a(x)
-            x = b(x).relu()
-            opt.zero_grad(); x.sum().backward(); opt.step()
-        """,
-        steps=1,
-    )
+    doc = _diff_parts(tmp_path, BRANCHING_SCRIPT, steps=1)
     (finding,) = [f for f in doc["findings"] if f["code"] == "DET203"]
     assert "Both records are of the same code (opscan diff recorded it twice), so something outside it chose the path: " in finding["message"]
     assert "PYTHONHASHSEED" in finding["message"] and "Python's random unseeded" in finding["message"]

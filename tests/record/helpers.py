@@ -14,6 +14,24 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "record"
 CPU = ("--device", "cpu")
 
+# A script whose second run takes another branch: it checks for a file the first run leaves (in life a set's
+# order, or an unseeded random.random()). The same code, recorded twice, runs other ops.
+BRANCHING_SCRIPT = """\
+import pathlib
+import torch, torch.nn as nn
+torch.manual_seed(0)
+a, b = nn.Linear(4, 4), nn.Linear(4, 4)
+opt = torch.optim.SGD([*a.parameters(), *b.parameters()], lr=0.1)
+second = pathlib.Path("ran").exists()
+pathlib.Path("ran").touch()
+for i in range(2):
+    x = torch.ones(2, 4)
+    if second:
+        x = a(x)
+    x = b(x).relu()
+    opt.zero_grad(); x.sum().backward(); opt.step()
+"""
+
 
 def record(capsys, *args: str, cwd: Path = FIXTURES) -> tuple[int, str, str]:
     """`opscan record ARGS` in this process; returns (exit code, stdout, stderr)."""

@@ -17,6 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from opscan._hash import digest  # noqa: E402
 from opscan.trace.fingerprint import reference  # noqa: E402
 from tests.record.helpers import CPU, FIXTURES, env, line_of, opscan, read, record  # noqa: E402
 
@@ -52,6 +53,7 @@ def test_header_has_every_field(clean):
     assert all(not isinstance(v, (dict, list)) for v in env.values())
     assert env["torch"] == torch.__version__ and env["deterministic"] is False and env["gpu"] is None
     assert env["float32_matmul_precision"] == torch.get_float32_matmul_precision()
+    assert h["sources"] == {"models.py": digest((FIXTURES / "models.py").read_bytes())}
 
 
 def test_every_op_line_has_its_fields(clean):
@@ -216,6 +218,9 @@ def test_a_script_is_recorded_until_steps(capsys, tmp_path):
     rec = read(path)
     h = rec["header"]
     assert (h["kind"], h["target"], h["argv"], h["seed"]) == ("script", "train.py", ["--epochs", "10"], None)
+    # The script's digest, for compare to tell the same code from a changed one (opscan/trace/sources.py).
+    # models.py too where an earlier test in this process imported it: what the process had loaded.
+    assert h["sources"]["train.py"] == digest((FIXTURES / "train.py").read_bytes()) and set(h["sources"]) <= {"train.py", "models.py"}
     assert [s["step"] for s in rec["steps"]] == [0, 1, 2]
     assert rec["end"]["stopped"] is True and rec["end"]["steps"] == 3
     assert list(rec["steps"][0]["params"]) == ["0.weight", "0.bias", "2.weight", "2.bias"]
