@@ -63,8 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_target_arguments(parser, steps_flag="--steps", steps_default=1)
     add_record_arguments(parser)
     parser.add_argument(
-        "-o", "--output-file", "--output", dest="record_path", metavar="FILE", required=True,
-        help="the record to write (streamed to FILE.partial, renamed to FILE when the run has finished); "
+        # Not argparse's required=True: run() says more where the -o went to the script instead.
+        "-o", "--output-file", "--output", dest="record_path", metavar="FILE",
+        help="the record to write, required (streamed to FILE.partial, renamed to FILE when the run has finished); "
         "under torchrun each rank writes its own, FILE.rankR with the rank before the suffix (run.rank1.jsonl)",
     )  # fmt: skip
 
@@ -96,7 +97,21 @@ def check_record_args(args: argparse.Namespace, command: str):
     return target, settings, None
 
 
+_OUTPUT_FLAGS = ("-o", "--output-file", "--output")
+
+
+def missing_output(args: argparse.Namespace) -> str:
+    """The error for a record without -o, saying where an -o after `--run SCRIPT` went."""
+    message = "record needs -o FILE, the record to write"
+    script_args = (args.run or [])[1:]
+    if any(a in _OUTPUT_FLAGS or a.startswith(("--output-file=", "--output=")) or (a.startswith("-o") and len(a) > 2) for a in script_args):
+        message += "; the -o after --run SCRIPT went to the script, as everything after it does: put opscan's options before --run"
+    return message
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.record_path is None:
+        return error(missing_output(args))
     target, settings, failed = check_record_args(args, "record")
     if failed is not None:
         return failed

@@ -49,13 +49,32 @@ def test_every_seed_torch_takes_is_taken(capsys, tmp_path, seed):
     assert read(tmp_path / "r.jsonl")["header"]["seed"] == seed
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (("models.py:build_clean",), False),
+        (("--run", "train.py"), False),
+        (("--run", "train.py", "-o", "out.jsonl"), True),  # the script's -o, not opscan's
+        (("--run", "train.py", "--epochs", "2", "--output=out.jsonl"), True),
+        (("--run", "train.py", "-oout.jsonl"), True),
+    ],
+)
+def test_a_record_without_output_says_where_an_o_after_run_went(tmp_path, args, hint):
+    proc = opscan("record", *args, cwd=FIXTURES)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "opscan: error: record needs -o FILE, the record to write" in proc.stderr
+    assert ("the -o after --run SCRIPT went to the script" in proc.stderr) == hint, proc.stderr
+    assert "SCRIPT" not in proc.stdout + proc.stderr.replace("--run SCRIPT", "")  # the script never ran
+    assert _no_files(FIXTURES)
+
+
 def test_output_must_be_a_writable_file(tmp_path):
     proc = opscan("record", "models.py:build_clean", *CPU, "-o", str(tmp_path))
     assert proc.returncode == 2 and "is a directory" in proc.stderr and "Traceback" not in proc.stderr
     proc = opscan("record", "models.py:build_clean", *CPU, "-o", str(tmp_path / "no" / "such" / "out.jsonl"))
     assert proc.returncode == 2 and "no folder" in proc.stderr and "Traceback" not in proc.stderr
     proc = opscan("record", "models.py:build_clean", *CPU)
-    assert proc.returncode == 2 and "-o/--output" in proc.stderr
+    assert proc.returncode == 2 and "record needs -o FILE" in proc.stderr
 
 
 def test_dash_is_not_a_record_file_name(tmp_path):
