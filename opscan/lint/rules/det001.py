@@ -9,7 +9,8 @@ turns on deterministic algorithms, directly or through a helper
 (`Trainer(deterministic=True)`, `enable_full_determinism`, ...).
 
 It points at the first seeding call that executes; when seeding happens inside
-a project helper, at the script's call of that helper. An explicit
+a helper of another module, at the script's call of that helper (a helper the
+script defines itself is pointed into, where its seeding is). An explicit
 `torch.use_deterministic_algorithms(False)` is a deliberate choice and is not flagged.
 
 A helper can also turn determinism off without being asked: Lightning 1.5 to
