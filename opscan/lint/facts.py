@@ -18,6 +18,7 @@ import _ast as ast
 import warnings
 
 from opscan._plain import Plain, by_fields
+from opscan.lint import apis, frameworks
 from opscan.lint.apis import DATALOADERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
@@ -55,6 +56,12 @@ _ENV_WRITERS = frozenset({"os.environ.setdefault", "os.environ.update", "os.pute
 # Calls whose arguments are read so: those, and the ones a rule reads by name (DET011's backend).
 _CONSTANT_CALLS = _ENV_WRITERS | frozenset(READ_CALLS)
 # Builtins that run none of the script's code but a value's __str__/__len__ (see _FactsBuilder.attribute_holds).
+# The classes some of whose methods are modelled (torch.Generator, lightning's Fabric): a parameter annotated
+# with one holds an instance (see _FactsBuilder.function); and their last names, the cheap first test.
+_ANNOTATED = frozenset(
+    owner for owner in (name.rpartition(".")[0] for name in (*apis.MODELS, *frameworks.MODELS)) if owner.rpartition(".")[2][:1].isupper()
+)
+_ANNOTATED_LAST = frozenset(owner.rpartition(".")[2] for owner in _ANNOTATED)
 _PLAIN_BUILTINS = frozenset("print len str int float bool repr format isinstance min max sorted abs round".split())
 _CONSTANT_TYPES = (str, int, float, bool, type(None))
 _ENV_NAMES = ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED", "NCCL_ALGO")  # a constant naming one counts as reading it
@@ -1284,12 +1291,24 @@ class _FactsBuilder:
             scope.aliases[node.name] = f"{THIS}.{qualname}"
         inner = _Scope(scope, class_name=class_name, node=node)
         a = node.args
-        params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+        named = a.posonlyargs + a.args + a.kwonlyargs
+        params = [p.arg for p in named]
         for extra in (a.vararg, a.kwarg):
             if extra:
                 params.append(extra.arg)
         for p in params:
             inner.shadowed.add(p)
+        # A parameter annotated with a class whose methods are modelled holds an instance of it:
+        # `def main(fabric: L.Fabric, seed)` then `fabric.seed_everything(seed)` (litgpt, lit-gpt's
+        # scripts, run through `fabric.launch(main)`). The last name is tested first: it is rarely one.
+        for p in named:
+            ann = p.annotation
+            if ann is not None:
+                cls = ann.__class__
+                if (cls is ast.Attribute and ann.attr in _ANNOTATED_LAST) or (cls is ast.Name and ann.id in _ANNOTATED_LAST):
+                    held = self.qualify(ann, scope)
+                    if held in _ANNOTATED:
+                        inner.instances[p.arg] = held
         if class_name is not None and params and params[0] in ("self", "cls"):
             inner.shadowed.discard(params[0])
         facts = FunctionFacts(qualname, loc_of(node), params=tuple(params))
