@@ -185,6 +185,7 @@ class Walker:
         self.same_code = same_code
         self.same_code_why = same_code_why  # how we know the code is the same, for the message
         self.seeds = (header_a.seed, (header_b or header_a).seed)  # what opscan seeded each run with (None: nothing)
+        self.on_cpu = header_a.device == "cpu" and (header_b or header_a).device == "cpu"
         self.env_diffs = env_diffs
         self.causes: dict[tuple, Cause] = {}
         self.dropped_causes = 0
@@ -413,6 +414,24 @@ class Walker:
                 f"`{a.op}` gave different outputs from bitwise-equal inputs ({where}){_size_text(a, b)}",
                 help="Compare runs from the same environment: make the fields in env_diff equal "
                 "(the same torch, CUDA, cuDNN and driver, the same flags) and compare again.",
+            )
+        if self.on_cpu:
+            # CPU kernels give the same bits for the same inputs (with the same thread count), and fingerprints
+            # are blind to order: the same values in another order, a batch shuffled apart, look equal.
+            return Cause(
+                codes.DATA,
+                step,
+                a,
+                a,
+                b,
+                f"`{a.op}` gave different outputs from inputs whose fingerprints match ({where}){_size_text(a, b)}. "
+                "Both runs are on the CPU, whose kernels give the same bits for the same inputs, so its inputs most "
+                "likely hold the same values in another order, which fingerprints do not see: a batch shuffled or "
+                "sampled by an unseeded generator, or a set's order",
+                help="Seed what orders the data: Python's random and NumPy as well as torch, and the DataLoader's "
+                "generator; iterate over sorted(...) rather than over a set.",
+                help_code="random.seed(0)\nnp.random.seed(0)\n"
+                "loader = DataLoader(dataset, shuffle=True, generator=torch.Generator().manual_seed(0))",
             )
         help_text, help_code = self._kernel_help(a)
         also = f"; the environments differ too ({', '.join(self.env_diffs)})" if self.env_diffs else ""

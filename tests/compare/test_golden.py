@@ -56,6 +56,7 @@ def test_text_output(name):
 EXPECTED_CAUSES = {
     "identical": None,
     "kernel_nondeterminism": ("DET200", "aten.mm.default", "fc1", "backward"),
+    "reordered_on_cpu": ("DET202", "aten.mm.default", "fc1", "backward"),
     "random_stream": ("DET201", "aten.native_dropout.default", "drop", "forward"),
     "unseeded": ("DET201", "aten.native_dropout.default", "drop", "forward"),
     "data_differs": ("DET202", "aten._to_copy.default", None, "forward"),
