@@ -371,10 +371,32 @@ def _fingerprints(findings: list[Finding]) -> list[str]:
     return out
 
 
+def _sarif_uris(findings: list[Finding]) -> dict[str, str]:
+    """Each finding's path as an `artifactLocation.uri`: a relative reference, percent-encoded per RFC 3986.
+
+    SARIF requires a valid URI reference, and a path is not one: a space, `%` or `#` in it
+    must be encoded, and a `:` in its first segment would read as a scheme. `/` stays the
+    separator; a POSIX name that is not valid UTF-8 (surrogate-escaped) is encoded as its own
+    bytes. One quote per distinct path: lint's findings share few paths.
+    """
+    from urllib.parse import quote  # milliseconds of imports (ipaddress...), paid only when sarif is rendered
+
+    uris: dict[str, str] = {}
+    for f in findings:
+        if f.path and f.path not in uris:
+            path = f.path.replace("\\", "/")
+            try:
+                uris[f.path] = quote(path, safe="/", errors="surrogateescape")
+            except UnicodeEncodeError:  # a lone surrogate that no byte escaped (a Windows name): as the fingerprints encode it
+                uris[f.path] = quote(path, safe="/", errors="surrogatepass")
+    return uris
+
+
 def _sarif(report: Report) -> str:
     import json
 
     findings = report.sorted_findings()
+    uris = _sarif_uris(findings)
     codes = sorted({f.code for f in findings})
     rules = []
     index = {}
@@ -414,7 +436,7 @@ def _sarif(report: Report) -> str:
             result["locations"] = [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                        "artifactLocation": {"uri": uris[f.path]},
                         "region": region,
                     }
                 }
