@@ -490,6 +490,18 @@ def _md_table(headers: list[str], rows: list[list]) -> list[str]:
     return out
 
 
+def _help_heading(report: Report, f: Finding) -> tuple[str, str]:
+    """What heads a finding's help code: its place and code, or, with no place, its code and rule name.
+
+    A finding without a path (compare's, at an op no line ran) was headed "DET201 (DET201)".
+    The name is "" where the report documents no rule for the code.
+    """
+    if f.path:
+        return f"{f.path}:{f.line}", f.code
+    info = report.rule(f.code)
+    return f.code, info.name if info else ""
+
+
 def _finding_rows(findings: list[Finding]) -> tuple[list[str], list[list]]:
     """Findings as a table: the same columns for every command, help only where some finding has it."""
     headers = ["code", "where", "message"]
@@ -519,8 +531,9 @@ def _markdown(report: Report) -> str:
         out.append("")
         for f in findings:
             if f.help_code:
-                where = f"{f.path}:{f.line}" if f.path else f.code
-                out += [f"**{_md_cell(where)}** ({f.code}):", "", "```python", f.help_code.rstrip("\n"), "```", ""]
+                where, what = _help_heading(report, f)
+                head = f"**{_md_cell(where)}** ({_md_cell(what)}):" if what else f"**{_md_cell(where)}**:"
+                out += [head, "", "```python", f.help_code.rstrip("\n"), "```", ""]
     for table in report.tables:
         out += [f"## {table.title}", ""]
         out += _md_table([c.title for c in table.columns], [list(row) for row in table.rows]) if table.rows else ["(none)"]
@@ -668,8 +681,9 @@ def _html(report: Report) -> str:
         parts += _html_table(headers, rows)
         for f in findings:
             if f.help_code:
-                where = f"{f.path}:{f.line}" if f.path else f.code
-                parts.append(f"<p><strong>{esc(where)}</strong> ({esc(f.code)}):</p><pre>{esc(f.help_code)}</pre>")
+                where, what = _help_heading(report, f)
+                head = f"<strong>{esc(where)}</strong> ({esc(what)}):" if what else f"<strong>{esc(where)}</strong>:"
+                parts.append(f"<p>{head}</p><pre>{esc(f.help_code)}</pre>")
     for table in report.tables:
         parts.append(f"<h2>{esc(table.title)}</h2>")
         if table.chart is not None and table.rows:
