@@ -480,8 +480,35 @@ def _sarif_level(severity: str) -> str:
 # ---------------------------------------------------------------- markdown
 
 
+def _md_text(text: str) -> str:
+    """`text` for markdown: `&`, `<` and `>` outside code spans as entities, as the html format writes them.
+
+    Markdown passes HTML tags and entities through, so a file named `x<b>&y.py` opened a bold
+    tag. Inside a `code span` (messages quote ops and calls so) every character is shown as
+    typed, an entity too, so spans are left as they are.
+    """
+    if "&" not in text and "<" not in text and ">" not in text:
+        return text  # nearly all text: no regex
+    import re
+
+    out = []
+    start = 0
+    # A code span: a run of backticks, up to the next run of as many (CommonMark 6.1).
+    for m in re.finditer(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", text, re.DOTALL):
+        out.append(_md_escape(text[start : m.start()]))
+        out.append(m.group())
+        start = m.end()
+    out.append(_md_escape(text[start:]))
+    return "".join(out)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # html.escape's, less quotes
+
+
 def _md_cell(value) -> str:
-    return _cell(value).replace("|", "\\|").replace("\n", "<br>")
+    """A value in a table cell: escaped text, a `|` that would end the cell escaped too, lines joined with <br>."""
+    return _md_text(_cell(value)).replace("|", "\\|").replace("\n", "<br>")
 
 
 def _md_table(headers: list[str], rows: list[list]) -> list[str]:
@@ -535,10 +562,10 @@ def _markdown(report: Report) -> str:
                 head = f"**{_md_cell(where)}** ({_md_cell(what)}):" if what else f"**{_md_cell(where)}**:"
                 out += [head, "", "```python", f.help_code.rstrip("\n"), "```", ""]
     for table in report.tables:
-        out += [f"## {table.title}", ""]
+        out += [f"## {_md_text(table.title)}", ""]
         out += _md_table([c.title for c in table.columns], [list(row) for row in table.rows]) if table.rows else ["(none)"]
         if table.note:
-            out += ["", table.note]
+            out += ["", _md_text(table.note)]
         out.append("")
     for notice in report.notices:
         out.append(f"> {_md_cell(notice)}")
@@ -546,7 +573,7 @@ def _markdown(report: Report) -> str:
     for err in report.errors:
         out.append(f"**error:** {_md_cell(err.message)}")
         out.append("")
-    out.append(" ".join(_summary(report, findings)))
+    out.append(_md_text(" ".join(_summary(report, findings))))
     return "\n".join(out) + "\n"
 
 
