@@ -371,10 +371,32 @@ def _fingerprints(findings: list[Finding]) -> list[str]:
     return out
 
 
+def _sarif_uris(findings: list[Finding]) -> dict[str, str]:
+    """Each finding's path as an `artifactLocation.uri`: a relative reference, percent-encoded per RFC 3986.
+
+    SARIF requires a valid URI reference, and a path is not one: a space, `%` or `#` in it
+    must be encoded, and a `:` in its first segment would read as a scheme. `/` stays the
+    separator; a POSIX name that is not valid UTF-8 (surrogate-escaped) is encoded as its own
+    bytes. One quote per distinct path: lint's findings share few paths.
+    """
+    from urllib.parse import quote  # milliseconds of imports (ipaddress...), paid only when sarif is rendered
+
+    uris: dict[str, str] = {}
+    for f in findings:
+        if f.path and f.path not in uris:
+            path = f.path.replace("\\", "/")
+            try:
+                uris[f.path] = quote(path, safe="/", errors="surrogateescape")
+            except UnicodeEncodeError:  # a lone surrogate that no byte escaped (a Windows name): as the fingerprints encode it
+                uris[f.path] = quote(path, safe="/", errors="surrogatepass")
+    return uris
+
+
 def _sarif(report: Report) -> str:
     import json
 
     findings = report.sorted_findings()
+    uris = _sarif_uris(findings)
     codes = sorted({f.code for f in findings})
     rules = []
     index = {}
@@ -414,7 +436,7 @@ def _sarif(report: Report) -> str:
             result["locations"] = [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                        "artifactLocation": {"uri": uris[f.path]},
                         "region": region,
                     }
                 }
@@ -458,14 +480,53 @@ def _sarif_level(severity: str) -> str:
 # ---------------------------------------------------------------- markdown
 
 
+def _md_text(text: str) -> str:
+    """`text` for markdown: `&`, `<` and `>` outside code spans as entities, as the html format writes them.
+
+    Markdown passes HTML tags and entities through, so a file named `x<b>&y.py` opened a bold
+    tag. Inside a `code span` (messages quote ops and calls so) every character is shown as
+    typed, an entity too, so spans are left as they are.
+    """
+    if "&" not in text and "<" not in text and ">" not in text:
+        return text  # nearly all text: no regex
+    import re
+
+    out = []
+    start = 0
+    # A code span: a run of backticks, up to the next run of as many (CommonMark 6.1).
+    for m in re.finditer(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", text, re.DOTALL):
+        out.append(_md_escape(text[start : m.start()]))
+        out.append(m.group())
+        start = m.end()
+    out.append(_md_escape(text[start:]))
+    return "".join(out)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # html.escape's, less quotes
+
+
 def _md_cell(value) -> str:
-    return _cell(value).replace("|", "\\|").replace("\n", "<br>")
+    """A value in a table cell: escaped text, a `|` that would end the cell escaped too, lines joined with <br>."""
+    return _md_text(_cell(value)).replace("|", "\\|").replace("\n", "<br>")
 
 
 def _md_table(headers: list[str], rows: list[list]) -> list[str]:
     out = ["| " + " | ".join(_md_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
     return out
+
+
+def _help_heading(report: Report, f: Finding) -> tuple[str, str]:
+    """What heads a finding's help code: its place and code, or, with no place, its code and rule name.
+
+    A finding without a path (compare's, at an op no line ran) was headed "DET201 (DET201)".
+    The name is "" where the report documents no rule for the code.
+    """
+    if f.path:
+        return f"{f.path}:{f.line}", f.code
+    info = report.rule(f.code)
+    return f.code, info.name if info else ""
 
 
 def _finding_rows(findings: list[Finding]) -> tuple[list[str], list[list]]:
@@ -497,13 +558,14 @@ def _markdown(report: Report) -> str:
         out.append("")
         for f in findings:
             if f.help_code:
-                where = f"{f.path}:{f.line}" if f.path else f.code
-                out += [f"**{_md_cell(where)}** ({f.code}):", "", "```python", f.help_code.rstrip("\n"), "```", ""]
+                where, what = _help_heading(report, f)
+                head = f"**{_md_cell(where)}** ({_md_cell(what)}):" if what else f"**{_md_cell(where)}**:"
+                out += [head, "", "```python", f.help_code.rstrip("\n"), "```", ""]
     for table in report.tables:
-        out += [f"## {table.title}", ""]
+        out += [f"## {_md_text(table.title)}", ""]
         out += _md_table([c.title for c in table.columns], [list(row) for row in table.rows]) if table.rows else ["(none)"]
         if table.note:
-            out += ["", table.note]
+            out += ["", _md_text(table.note)]
         out.append("")
     for notice in report.notices:
         out.append(f"> {_md_cell(notice)}")
@@ -511,7 +573,7 @@ def _markdown(report: Report) -> str:
     for err in report.errors:
         out.append(f"**error:** {_md_cell(err.message)}")
         out.append("")
-    out.append(" ".join(_summary(report, findings)))
+    out.append(_md_text(" ".join(_summary(report, findings))))
     return "\n".join(out) + "\n"
 
 
@@ -646,8 +708,9 @@ def _html(report: Report) -> str:
         parts += _html_table(headers, rows)
         for f in findings:
             if f.help_code:
-                where = f"{f.path}:{f.line}" if f.path else f.code
-                parts.append(f"<p><strong>{esc(where)}</strong> ({esc(f.code)}):</p><pre>{esc(f.help_code)}</pre>")
+                where, what = _help_heading(report, f)
+                head = f"<strong>{esc(where)}</strong> ({esc(what)}):" if what else f"<strong>{esc(where)}</strong>:"
+                parts.append(f"<p>{head}</p><pre>{esc(f.help_code)}</pre>")
     for table in report.tables:
         parts.append(f"<h2>{esc(table.title)}</h2>")
         if table.chart is not None and table.rows:

@@ -212,12 +212,38 @@ def test_github_clean_prints_nothing(project):
 # ---------------------------------------------------------------- sarif
 
 
+# RFC 3986's characters of a URI reference: unreserved, reserved (but "[]", an IPv6 host's) and %XX.
+_URI_PART = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})*"
+_URI_REFERENCE = re.compile(rf"{_URI_PART}(?:#{_URI_PART})?")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+
+def _uri_parts(value: str) -> tuple[str, str] | None:
+    """(scheme, rest) of a URI reference, scheme "" for a relative one; None where it is none.
+
+    A ':' before the first '/', '?' or '#' ends a scheme, so a relative path's first segment
+    must not hold one (RFC 3986, 4.2).
+    """
+    if not _URI_REFERENCE.fullmatch(value):
+        return None
+    head = re.split(r"[/?#]", value, maxsplit=1)[0]
+    if ":" not in head:
+        return "", value
+    scheme, rest = value.split(":", 1)
+    return (scheme, rest) if _SCHEME.fullmatch(scheme) else None
+
+
 def _sarif_validator():
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    # jsonschema checks "uri" and "uri-reference" only where rfc3987 or rfc3986-validator is installed
+    # (neither is a test dependency); without this, a path that is no URI (a space, a bare %) passes.
+    checker = jsonschema.FormatChecker()
+    checker.checks("uri-reference")(lambda v: not isinstance(v, str) or _uri_parts(v) is not None)
+    checker.checks("uri")(lambda v: not isinstance(v, str) or bool((_uri_parts(v) or ("",))[0]))
+    return cls(schema, format_checker=checker)
 
 
 def _schema_errors(doc) -> list[str]:
@@ -246,6 +272,16 @@ def test_the_schema_check_can_fail():
     assert _schema_errors(doc)
     assert _schema_errors({"runs": []})
     assert _schema_errors({"version": "2.0.0", "runs": []})
+    location = {"physicalLocation": {"artifactLocation": {"uri": "a b.py"}, "region": {"startLine": 1}}}
+    bad_uri = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [
+        {"message": {"text": "m"}, "locations": [location]},
+    ]}]}  # fmt: skip
+    assert _schema_errors(bad_uri) == ["runs/0/results/0/locations/0/physicalLocation/artifactLocation/uri: 'a b.py' is not a 'uri-reference'"]
+    for uri in ("a%2Gb.py", "1:b/c.py", "a#b#c.py"):
+        assert _uri_parts(uri) is None, uri
+    assert _uri_parts("a:b/c.py") == ("a", "b/c.py")  # a path's ':' unencoded reads as a scheme
+    for uri in ("a%20b.py", "sub/a%3Ab.py", "/abs/a.py", "file:///abs/a.py", "a.py#L1"):
+        assert _uri_parts(uri) is not None, uri
 
 
 def test_sarif_meets_github_code_scanning_requirements(project):
@@ -273,6 +309,26 @@ def test_sarif_meets_github_code_scanning_requirements(project):
         fp = result["partialFingerprints"]["primaryLocationLineHash"]
         assert fp and fp not in fingerprints
         fingerprints.add(fp)
+
+
+def test_sarif_uri_is_a_percent_encoded_uri_reference(tmp_path):
+    """SARIF's artifactLocation.uri is a URI reference: the path was put in as it is (a space, ',', ':' and a bare '%')."""
+    from urllib.parse import unquote
+
+    (tmp_path / "pyproject.toml").write_text("[tool.opscan]\n")
+    (tmp_path / "odd dir").mkdir()
+    shutil.copy(FIXTURES / "train.py", tmp_path / "odd dir" / "a,b:c d%#1.py")
+    proc = opscan("lint", "--no-cache", "--output-format", "sarif", "odd dir", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert _schema_errors(doc) == []
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]}
+    assert uris == {"odd%20dir/a%2Cb%3Ac%20d%25%231.py"}  # '/' stays the separator
+    (uri,) = uris
+    assert _uri_parts(uri) == ("", uri)  # relative: no scheme, and '#' is no fragment
+    assert unquote(uri) == "odd dir/a,b:c d%#1.py"
+    github = opscan("lint", "--no-cache", "--output-format", "github", "odd dir", cwd=tmp_path).stdout
+    assert "file=odd dir/a%2Cb%3Ac d%25#1.py," in github  # GitHub's own escaping, not a URI's
 
 
 def test_sarif_fingerprints_survive_a_line_shift(project):
