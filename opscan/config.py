@@ -218,12 +218,17 @@ def pyproject_folders(paths: list[str]) -> list[Path]:
         common = Path(os.path.commonpath([str(p) for p in starts]))
     except ValueError:
         common = Path.cwd()
-    if common.is_file() or not common.exists():
+    try:
+        named_file = common.is_file() or not common.exists()
+    except OSError:  # a name too long to exist (ENAMETOOLONG, which is_file() raises before Python 3.13), no search permission
+        named_file = True
+    if named_file:
         common = common.parent
     return [common, *common.parents]
 
 
-_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing there, as is_file() reads them
+# Nothing there, as is_file() reads them; and a name too long for any file to have (a path under one named on the command line).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG)
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
