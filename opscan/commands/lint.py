@@ -13,6 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+    from opscan.findings import Problem
+
 
 def _codes(value: str) -> list[str]:
     # An empty part is kept, so that it is refused as an unknown selector (as ruff refuses `--select ""`):
@@ -252,10 +254,19 @@ def _run(args: argparse.Namespace) -> int:
     for warning in cfg.warnings:
         print(warning, file=sys.stderr)
 
-    # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
-    missing = [] if from_stdin else [p for p in args.paths if _missing(p)]
-    paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in missing]
     from opscan.findings import Problem, Report
+
+    # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
+    missing: list[Problem] = []
+    if not from_stdin:
+        for p in args.paths:
+            why = _unlintable(p)
+            if why is not None:
+                missing.append(Problem(f"{why}: {p}", p))
+                if deps is not None:  # the run cache replays this error only while the path stays as it is
+                    deps.add(os.path.abspath(p))
+    unlisted = {problem.target for problem in missing}
+    paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in unlisted]
 
     problem = _output_is_linted(args.output_file, paths, cfg, args.force_exclude)
     if problem:
@@ -342,7 +353,7 @@ def _run(args: argparse.Namespace) -> int:
         report.outcome = 1  # the exit below: the text does not close with "All checks passed!" beside it
     report.rules = RULES
     report.flat_json = True  # ruff's flat list, which editors and CI scripts already read
-    report.errors.extend(Problem(f"no such file or directory: {p}", p) for p in missing)
+    report.errors.extend(missing)
     report.checked = len(paths)  # the paths that are there were linted: a report of them (opscan.output.withhold)
 
     # Warnings about skipped input go to stderr, as ruff's do; fix summaries stay in the text output.
@@ -352,7 +363,7 @@ def _run(args: argparse.Namespace) -> int:
     report.notices = [n for n in report.notices if not n.startswith("warning:")]
     if args.quiet or args.output_format != "text":
         report.notices = []
-    withheld = withhold(report, args.output_file)  # only missing paths: -o is left as it was
+    withheld = withhold(report, args.output_file)  # only paths that cannot be linted: -o is left as it was
     # stdout holds the patch of --diff, or `opscan lint - --fix`'s fixed source: without -o FILE, the report goes to stderr.
     on_stderr = (args.diff or from_stdin and args.fix) and args.output_file in (None, "-")
     try:
@@ -414,9 +425,11 @@ def _output_is_linted(output_file: str | None, paths: list[str], cfg, force_excl
     return overwrites_input(output_file, [str(f) for f in files])
 
 
-def _missing(path: str) -> bool:
-    """A named path that leads to no file: none there, or a symbolic link to nothing.
+def _unlintable(path: str) -> str | None:
+    """Why a named path cannot be linted ("no such file or directory"), or None.
 
+    Nothing there (a symbolic link to nothing too), a path through a file (`train.py/x.py`, `train.py/`),
+    and a name too long for any file.
     A link in a loop is skipped with a warning instead (engine.discover), as a broken link inside a folder is.
     """
     import errno
@@ -424,13 +437,13 @@ def _missing(path: str) -> bool:
     try:
         os.stat(path)
     except OSError as exc:
-        return exc.errno == errno.ENOENT
+        return {errno.ENOENT: "no such file or directory", errno.ENOTDIR: "not a directory", errno.ENAMETOOLONG: "file name too long"}.get(exc.errno)
     except ValueError:  # an embedded null byte: no such file can exist
-        return True
-    return False
+        return "no such file or directory"
+    return None
 
 
-def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argparse.Namespace) -> int:
+def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: argparse.Namespace) -> int:
     """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing."""
     from opscan.lint import engine
     from opscan.lint.frameworks import VERSIONED
@@ -443,8 +456,8 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
             targets.package(name).for_file(path)
     for line in notices + [w for w in targets.warnings if w not in notices]:
         print(line, file=sys.stderr)
-    for path in missing:
-        print(f"opscan: error: no such file or directory: {path}", file=sys.stderr)
+    for problem in missing:
+        print(f"opscan: error: {problem.message}", file=sys.stderr)
 
     def listed(values) -> str:
         values = [str(v) for v in values]
@@ -587,14 +600,14 @@ def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
     return None
 
 
-def _add_noqa(report, missing: list[str], quiet: bool) -> int:
+def _add_noqa(report, missing: list[Problem], quiet: bool) -> int:
     from opscan.lint.noqa import add_noqa
 
     if report.errors or missing:
         for problem in report.errors:
             print(f"opscan: error: {problem.message}", file=sys.stderr)
-        for p in missing:
-            print(f"opscan: error: no such file or directory: {p}", file=sys.stderr)
+        for problem in missing:
+            print(f"opscan: error: {problem.message}", file=sys.stderr)
     added, notices, errors = add_noqa(report)
     for notice in report.notices + notices:
         if notice.startswith("warning:"):
