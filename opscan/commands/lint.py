@@ -260,7 +260,7 @@ def _run(args: argparse.Namespace) -> int:
     missing: list[Problem] = []
     if not from_stdin:
         for p in args.paths:
-            why = _unlintable(p)
+            why = _unlintable(p, cfg, args.force_exclude)
             if why is not None:
                 missing.append(Problem(f"{why}: {p}", p))
                 if deps is not None:  # the run cache replays this error only while the path stays as it is
@@ -425,21 +425,27 @@ def _output_is_linted(output_file: str | None, paths: list[str], cfg, force_excl
     return overwrites_input(output_file, [str(f) for f in files])
 
 
-def _unlintable(path: str) -> str | None:
+def _unlintable(path: str, cfg, force_exclude: bool) -> str | None:
     """Why a named path cannot be linted ("no such file or directory"), or None.
 
     Nothing there (a symbolic link to nothing too), a path through a file (`train.py/x.py`, `train.py/`),
-    and a name too long for any file.
+    a name too long for any file, and a Jupyter notebook: its JSON parses as Python and would pass unread.
     A link in a loop is skipped with a warning instead (engine.discover), as a broken link inside a folder is.
     """
     import errno
+    from stat import S_ISDIR
 
     try:
-        os.stat(path)
+        st = os.stat(path)
     except OSError as exc:
         return {errno.ENOENT: "no such file or directory", errno.ENOTDIR: "not a directory", errno.ENAMETOOLONG: "file name too long"}.get(exc.errno)
     except ValueError:  # an embedded null byte: no such file can exist
         return "no such file or directory"
+    if path.endswith(".ipynb") and not S_ISDIR(st.st_mode):  # a folder so named is walked, for its .py files
+        from opscan._path import Path
+
+        if not (force_exclude and cfg.is_excluded(Path(path))):  # an excluded one is skipped, as any excluded file is
+            return "Jupyter notebooks are not linted"
     return None
 
 
