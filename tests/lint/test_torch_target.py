@@ -513,6 +513,9 @@ def test_roots_that_do_not_exist_are_a_warning(tmp_path, capsys):
     assert f"warning: {tmp_path / 'pyproject.toml'}: [tool.opscan] roots entry 'nonexistent' does not exist ({tmp_path / 'nonexistent'}); no import resolves there" in lines
     assert f"warning: {tmp_path / 'pyproject.toml'}: [tool.opscan] roots entry 'train.py' is not a folder; no import resolves there" in lines
     assert rc == 1  # still linted
+    _write(tmp_path, {"pyproject.toml": '[tool.opscan.lint]\nroots = ["train.py"]\n'})  # named as the section it is in
+    rc, out, err = _lint(tmp_path, capsys, "train.py")
+    assert f"warning: {tmp_path / 'pyproject.toml'}: [tool.opscan.lint] roots entry 'train.py' is not a folder; no import resolves there" in err.splitlines()
 
 
 def test_a_src_layout_resolves_with_the_default_roots_and_says_what_does_not(tmp_path, capsys):
