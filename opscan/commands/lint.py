@@ -241,7 +241,7 @@ def _run(args: argparse.Namespace) -> int:
             cfg.extend_select = cfg.extend_select + args.extend_select
         if args.ignore:
             cfg.ignore = cfg.ignore + args.ignore
-        if args.torch_version:
+        if args.torch_version is not None:  # "" too: refused below, as any bad version is (it was the default, silently)
             cfg.torch_version, cfg.torch_version_from = args.torch_version, "--torch-version"
         cfg.validate(lint_codes())
         targets = engine.torch_targets(cfg)
