@@ -273,7 +273,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"opscan: error: {problem}", file=sys.stderr)
         return 2
     if args.show_settings:
-        return show_settings(cfg, paths, missing, targets, args)
+        return show_settings(cfg, paths, missing, targets, args, stdin_path)
 
     unresolved: dict | None = {} if args.verbose else None
 
@@ -449,13 +449,20 @@ def _unlintable(path: str, cfg, force_exclude: bool) -> str | None:
     return None
 
 
-def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: argparse.Namespace) -> int:
-    """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing."""
+def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: argparse.Namespace, stdin: str | None = None) -> int:
+    """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing.
+
+    `stdin`: the path stdin would be linted as (`-`, or --stdin-filename's); stdin itself is not read.
+    """
+    from opscan._path import Path
     from opscan.lint import engine
     from opscan.lint.frameworks import VERSIONED
     from opscan.lint.rules import OPT_IN, lint_codes
 
-    files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
+    if stdin is not None:  # one file, which need not exist: as engine.run takes it (`-` was "skipped: no such file")
+        files, notices = ([] if args.force_exclude and cfg.is_excluded(Path(stdin)) else [Path(stdin)]), []
+    else:
+        files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
     for path in files:
         targets.for_file(path)
         for name in VERSIONED:  # what a rule would read for the file, were its helpers called
@@ -480,7 +487,7 @@ def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: 
         ("exclude", listed(cfg.exclude)),
         ("extend-exclude", listed(cfg.extend_exclude)),
         ("rules", listed(sorted(cfg.enabled_codes(lint_codes(), OPT_IN)))),
-        ("files", str(len(files))),
+        ("files", str(len(files)) if stdin is None else f"{len(files)} (stdin{'' if stdin == '-' else ', as ' + stdin})"),
     ]
     width = max(len(name) for name, _ in rows) + 2
     out = [f"{name.ljust(width)}{value}" for name, value in rows]
