@@ -212,6 +212,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.statistics and args.output_format not in STATISTICS_FORMATS:  # as ruff refuses it; it printed the findings instead
         print(f"opscan: error: --statistics cannot be printed as {args.output_format}: use --output-format text or json", file=sys.stderr)
         return 2
+    if args.show_settings and args.output_format != "text":  # the settings are text alone; the format was ignored
+        print(f"opscan: error: --show-settings cannot be printed as {args.output_format}: use --output-format text", file=sys.stderr)
+        return 2
     problem = check_output_path(args.output_file)  # every command's check, before anything is read
     if problem:
         print(f"opscan: error: {problem}", file=sys.stderr)

@@ -322,6 +322,14 @@ def test_show_settings_for_stdin_are_those_of_the_file_it_is_linted_as(tmp_path,
     assert re.search(r"^torch +.*\(1 file\)$", out, re.M), out  # the range that file gets
 
 
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+def test_show_settings_refuses_a_format_it_cannot_print(tmp_path, fmt):
+    """The settings are text: --output-format json printed that text all the same, which no JSON reader takes."""
+    proc = _cli(["--show-settings", "--output-format", fmt, "."], _project(tmp_path))
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr.decode() == f"opscan: error: --show-settings cannot be printed as {fmt}: use --output-format text\n"
+
+
 def test_stdin_is_what_the_branch_reading_parses_not_the_file_on_disk(tmp_path):
     """DET001's placement (opscan.lint.branches, which DET005 shares) reads the text linted; with
     --stdin-filename it read the file on disk, which an editor's unsaved buffer differs from."""
