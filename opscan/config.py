@@ -218,12 +218,17 @@ def pyproject_folders(paths: list[str]) -> list[Path]:
         common = Path(os.path.commonpath([str(p) for p in starts]))
     except ValueError:
         common = Path.cwd()
-    if common.is_file() or not common.exists():
+    try:
+        named_file = common.is_file() or not common.exists()
+    except OSError:  # a name too long to exist (ENAMETOOLONG, which is_file() raises before Python 3.13), no search permission
+        named_file = True
+    if named_file:
         common = common.parent
     return [common, *common.parents]
 
 
-_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)  # nothing there, as is_file() reads them
+# Nothing there, as is_file() reads them; and a name too long for any file to have (a path under one named on the command line).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG)
 
 
 def find_pyproject(paths: list[str]) -> Path | None:
@@ -276,11 +281,10 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from None
 
 
-def _str_list(value, key: str, source: Path) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
+def _str_list(value, key: str, source: Path, section: str) -> list[str]:
+    # A lone string is refused, as ruff refuses `select = "E"`: it is a list that lost its brackets.
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{source}: [tool.opscan] {key} must be a list of strings")
+        raise ConfigError(f"{source}: {section} {key} must be a list of strings")
     return value
 
 
@@ -311,6 +315,9 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) in [tool.opscan]: {', '.join(sorted(unknown))}")
     table = top | sections["lint"]  # [tool.opscan.lint] wins over the same key spelled at the top
+
+    def section_of(key: str) -> str:  # where the key was written, for its messages
+        return "[tool.opscan.lint]" if key in sections["lint"] else "[tool.opscan]"
     cfg = Config(root=source.parent.resolve(), source=source)
     cfg.scan = _scan_settings(sections["scan"], source)
     cfg.bench = _bench_settings(sections["bench"], source)
@@ -318,22 +325,23 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
         if settings.device is not None:  # only the runner, with torch, can tell a device from a typo
             settings.device_from = f"{source}: [tool.opscan.{name}] device"
     if "select" in table:
-        cfg.select = _str_list(table["select"], "select", source)
+        cfg.select = _str_list(table["select"], "select", source, section_of("select"))
     if "extend-select" in table:
-        cfg.extend_select = _str_list(table["extend-select"], "extend-select", source)
+        cfg.extend_select = _str_list(table["extend-select"], "extend-select", source, section_of("extend-select"))
     if "ignore" in table:
-        cfg.ignore = _str_list(table["ignore"], "ignore", source)
+        cfg.ignore = _str_list(table["ignore"], "ignore", source, section_of("ignore"))
     if "exclude" in table:
-        cfg.exclude = _str_list(table["exclude"], "exclude", source)
+        cfg.exclude = _str_list(table["exclude"], "exclude", source, section_of("exclude"))
     if "extend-exclude" in table:
-        cfg.extend_exclude = _str_list(table["extend-exclude"], "extend-exclude", source)
+        cfg.extend_exclude = _str_list(table["extend-exclude"], "extend-exclude", source, section_of("extend-exclude"))
     if "per-file-ignores" in table:
         pfi = table["per-file-ignores"]
+        section = section_of("per-file-ignores")
         if not isinstance(pfi, dict):
-            raise ConfigError(f"{source}: [tool.opscan] per-file-ignores must be a table of glob = [codes]")
-        cfg.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", source) for k, v in pfi.items()}
+            raise ConfigError(f"{source}: {section} per-file-ignores must be a table of glob = [codes]")
+        cfg.per_file_ignores = {k: _str_list(v, f"per-file-ignores.{k}", source, section) for k, v in pfi.items()}
     if "torch-version" in table:
-        section = "[tool.opscan.lint]" if "torch-version" in sections["lint"] else "[tool.opscan]"
+        section = section_of("torch-version")
         if not isinstance(table["torch-version"], str):
             raise ConfigError(f"{source}: {section} torch-version must be a string like \"2.14\" or \">=2.4,<2.7\"")
         cfg.torch_version = table["torch-version"]
@@ -341,17 +349,18 @@ def load(paths: list[str], config_file: str | None = None) -> Config:
     if "roots" in table:
         cfg.roots = []
         cfg.roots_configured = True
-        for r in _str_list(table["roots"], "roots", source):
+        section = section_of("roots")
+        for r in _str_list(table["roots"], "roots", source, section):
             try:
                 cfg.roots.append((cfg.root / r).resolve(strict=True))
             except FileNotFoundError:
                 cfg.roots.append((cfg.root / r).resolve())  # a root that does not exist yet finds nothing
-                cfg.warnings.append(f"warning: {source}: [tool.opscan] roots entry {r!r} does not exist ({cfg.roots[-1]}); no import resolves there")
+                cfg.warnings.append(f"warning: {source}: {section} roots entry {r!r} does not exist ({cfg.roots[-1]}); no import resolves there")
                 continue
             except (OSError, RuntimeError) as exc:
-                raise ConfigError(f"{source}: [tool.opscan] roots entry {r!r} cannot be used: {getattr(exc, 'strerror', None) or exc}") from None
+                raise ConfigError(f"{source}: {section} roots entry {r!r} cannot be used: {getattr(exc, 'strerror', None) or exc}") from None
             if not cfg.roots[-1].is_dir():
-                cfg.warnings.append(f"warning: {source}: [tool.opscan] roots entry {r!r} is not a folder; no import resolves there")
+                cfg.warnings.append(f"warning: {source}: {section} roots entry {r!r} is not a folder; no import resolves there")
     return cfg
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from opscan.cli import COMMANDS, main
-from tests.util import needs_torch
+from tests.util import HAS_TORCH, needs_torch
 
 
 def _run(capsys, argv):
@@ -146,6 +146,23 @@ def test_a_target_file_that_is_a_directory_says_so_not_no_such_file(capsys, tmp_
     message = f"{folder} is a directory, not {what}"
     if command != "record":  # an error in the report, as in scan's; record's -o is a record, not a report
         assert (code, err) == (2, "") and out.startswith(f"error: {message}\n")
+    else:
+        assert (code, out, err) == (2, "", f"opscan: error: {message}\n")
+
+
+@pytest.mark.parametrize("command", ["scan", "record", "diff", "bench"])
+@pytest.mark.parametrize("spelled", ["--run", "callable"])
+def test_a_target_file_name_too_long_for_the_file_system_says_so_not_a_traceback(capsys, tmp_path, command, spelled):
+    """A name over 255 bytes raised OSError (ENAMETOOLONG) out of the search for pyproject.toml, in every command."""
+    name = str(tmp_path / ("a" * 300 + ".py"))
+    if command == "scan" and not HAS_TORCH:
+        pytest.skip("scan needs torch to reach the target")
+    required = ["-o", str(tmp_path / "r.jsonl")] if command == "record" else ["--device", "cpu"] if command == "scan" else []
+    target = ["--run", name] if spelled == "--run" else [f"{name}:build"]
+    code, out, err = _main(capsys, [command, *required, *target])
+    message = f"cannot read {name}: File name too long"
+    if command != "record":
+        assert code == 2 and f"error: {message}\n" in out and "Traceback" not in err
     else:
         assert (code, out, err) == (2, "", f"opscan: error: {message}\n")
 

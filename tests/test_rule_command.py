@@ -35,7 +35,7 @@ def test_json(capsys, tmp_path):
     assert [r["code"] for r in json.loads(target.read_text())] == sorted(all_rules())
 
 
-@pytest.mark.parametrize("argv, message", [(["rule"], "give a rule CODE or --all"), (["rule", "DET999"], "unknown rule 'DET999'"), (["rule", "DET001", "--all"], "give a rule CODE or --all")])
+@pytest.mark.parametrize("argv, message", [(["rule"], "give a rule CODE or --all"), (["rule", "DET999"], "unknown rule 'DET999'"), (["rule", "DET001", "--all"], "a rule CODE and --all cannot be combined: give one"), (["rule", "--all", "DET001"], "a rule CODE and --all cannot be combined: give one")])
 def test_bad_requests(capsys, argv, message):
     assert main(argv) == 2
     captured = capsys.readouterr()

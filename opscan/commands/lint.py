@@ -13,6 +13,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+    from opscan.findings import Problem
+
 
 def _codes(value: str) -> list[str]:
     # An empty part is kept, so that it is refused as an unknown selector (as ruff refuses `--select ""`):
@@ -210,6 +212,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.statistics and args.output_format not in STATISTICS_FORMATS:  # as ruff refuses it; it printed the findings instead
         print(f"opscan: error: --statistics cannot be printed as {args.output_format}: use --output-format text or json", file=sys.stderr)
         return 2
+    if args.show_settings and args.output_format != "text":  # the settings are text alone; the format was ignored
+        print(f"opscan: error: --show-settings cannot be printed as {args.output_format}: use --output-format text", file=sys.stderr)
+        return 2
     problem = check_output_path(args.output_file)  # every command's check, before anything is read
     if problem:
         print(f"opscan: error: {problem}", file=sys.stderr)
@@ -239,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
             cfg.extend_select = cfg.extend_select + args.extend_select
         if args.ignore:
             cfg.ignore = cfg.ignore + args.ignore
-        if args.torch_version:
+        if args.torch_version is not None:  # "" too: refused below, as any bad version is (it was the default, silently)
             cfg.torch_version, cfg.torch_version_from = args.torch_version, "--torch-version"
         cfg.validate(lint_codes())
         targets = engine.torch_targets(cfg)
@@ -252,17 +257,26 @@ def _run(args: argparse.Namespace) -> int:
     for warning in cfg.warnings:
         print(warning, file=sys.stderr)
 
-    # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
-    missing = [] if from_stdin else [p for p in args.paths if _missing(p)]
-    paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in missing]
     from opscan.findings import Problem, Report
+
+    # A mistyped path must not pass CI silently, nor cost the other paths their check (ruff's E902).
+    missing: list[Problem] = []
+    if not from_stdin:
+        for p in args.paths:
+            why = _unlintable(p, cfg, args.force_exclude)
+            if why is not None:
+                missing.append(Problem(f"{why}: {p}", p))
+                if deps is not None:  # the run cache replays this error only while the path stays as it is
+                    deps.add(os.path.abspath(p))
+    unlisted = {problem.target for problem in missing}
+    paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in unlisted]
 
     problem = _output_is_linted(args.output_file, paths, cfg, args.force_exclude)
     if problem:
         print(f"opscan: error: {problem}", file=sys.stderr)
         return 2
     if args.show_settings:
-        return show_settings(cfg, paths, missing, targets, args)
+        return show_settings(cfg, paths, missing, targets, args, stdin_path)
 
     unresolved: dict | None = {} if args.verbose else None
 
@@ -342,7 +356,7 @@ def _run(args: argparse.Namespace) -> int:
         report.outcome = 1  # the exit below: the text does not close with "All checks passed!" beside it
     report.rules = RULES
     report.flat_json = True  # ruff's flat list, which editors and CI scripts already read
-    report.errors.extend(Problem(f"no such file or directory: {p}", p) for p in missing)
+    report.errors.extend(missing)
     report.checked = len(paths)  # the paths that are there were linted: a report of them (opscan.output.withhold)
 
     # Warnings about skipped input go to stderr, as ruff's do; fix summaries stay in the text output.
@@ -352,7 +366,7 @@ def _run(args: argparse.Namespace) -> int:
     report.notices = [n for n in report.notices if not n.startswith("warning:")]
     if args.quiet or args.output_format != "text":
         report.notices = []
-    withheld = withhold(report, args.output_file)  # only missing paths: -o is left as it was
+    withheld = withhold(report, args.output_file)  # only paths that cannot be linted: -o is left as it was
     # stdout holds the patch of --diff, or `opscan lint - --fix`'s fixed source: without -o FILE, the report goes to stderr.
     on_stderr = (args.diff or from_stdin and args.fix) and args.output_file in (None, "-")
     try:
@@ -414,37 +428,52 @@ def _output_is_linted(output_file: str | None, paths: list[str], cfg, force_excl
     return overwrites_input(output_file, [str(f) for f in files])
 
 
-def _missing(path: str) -> bool:
-    """A named path that leads to no file: none there, or a symbolic link to nothing.
+def _unlintable(path: str, cfg, force_exclude: bool) -> str | None:
+    """Why a named path cannot be linted ("no such file or directory"), or None.
 
+    Nothing there (a symbolic link to nothing too), a path through a file (`train.py/x.py`, `train.py/`),
+    a name too long for any file, and a Jupyter notebook: its JSON parses as Python and would pass unread.
     A link in a loop is skipped with a warning instead (engine.discover), as a broken link inside a folder is.
     """
     import errno
+    from stat import S_ISDIR
 
     try:
-        os.stat(path)
+        st = os.stat(path)
     except OSError as exc:
-        return exc.errno == errno.ENOENT
+        return {errno.ENOENT: "no such file or directory", errno.ENOTDIR: "not a directory", errno.ENAMETOOLONG: "file name too long"}.get(exc.errno)
     except ValueError:  # an embedded null byte: no such file can exist
-        return True
-    return False
+        return "no such file or directory"
+    if path.endswith(".ipynb") and not S_ISDIR(st.st_mode):  # a folder so named is walked, for its .py files
+        from opscan._path import Path
+
+        if not (force_exclude and cfg.is_excluded(Path(path))):  # an excluded one is skipped, as any excluded file is
+            return "Jupyter notebooks are not linted"
+    return None
 
 
-def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argparse.Namespace) -> int:
-    """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing."""
+def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: argparse.Namespace, stdin: str | None = None) -> int:
+    """Print the resolved settings for these paths, as `ruff check --show-settings` does, and lint nothing.
+
+    `stdin`: the path stdin would be linted as (`-`, or --stdin-filename's); stdin itself is not read.
+    """
+    from opscan._path import Path
     from opscan.lint import engine
     from opscan.lint.frameworks import VERSIONED
     from opscan.lint.rules import OPT_IN, lint_codes
 
-    files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
+    if stdin is not None:  # one file, which need not exist: as engine.run takes it (`-` was "skipped: no such file")
+        files, notices = ([] if args.force_exclude and cfg.is_excluded(Path(stdin)) else [Path(stdin)]), []
+    else:
+        files, notices = engine.discover(paths, cfg, args.force_exclude) if paths else ([], [])
     for path in files:
         targets.for_file(path)
         for name in VERSIONED:  # what a rule would read for the file, were its helpers called
             targets.package(name).for_file(path)
     for line in notices + [w for w in targets.warnings if w not in notices]:
         print(line, file=sys.stderr)
-    for path in missing:
-        print(f"opscan: error: no such file or directory: {path}", file=sys.stderr)
+    for problem in missing:
+        print(f"opscan: error: {problem.message}", file=sys.stderr)
 
     def listed(values) -> str:
         values = [str(v) for v in values]
@@ -461,7 +490,7 @@ def show_settings(cfg, paths: list[str], missing: list[str], targets, args: argp
         ("exclude", listed(cfg.exclude)),
         ("extend-exclude", listed(cfg.extend_exclude)),
         ("rules", listed(sorted(cfg.enabled_codes(lint_codes(), OPT_IN)))),
-        ("files", str(len(files))),
+        ("files", str(len(files)) if stdin is None else f"{len(files)} (stdin{'' if stdin == '-' else ', as ' + stdin})"),
     ]
     width = max(len(name) for name, _ in rows) + 2
     out = [f"{name.ljust(width)}{value}" for name, value in rows]
@@ -587,14 +616,14 @@ def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
     return None
 
 
-def _add_noqa(report, missing: list[str], quiet: bool) -> int:
+def _add_noqa(report, missing: list[Problem], quiet: bool) -> int:
     from opscan.lint.noqa import add_noqa
 
     if report.errors or missing:
         for problem in report.errors:
             print(f"opscan: error: {problem.message}", file=sys.stderr)
-        for p in missing:
-            print(f"opscan: error: no such file or directory: {p}", file=sys.stderr)
+        for problem in missing:
+            print(f"opscan: error: {problem.message}", file=sys.stderr)
     added, notices, errors = add_noqa(report)
     for notice in report.notices + notices:
         if notice.startswith("warning:"):

@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from opscan.output import write
     from opscan.registry import all_rules
 
-    if args.all == bool(args.code):
+    if args.all and args.code is not None:  # as clap refuses it for ruff; "give a CODE or --all" read as if neither was given
+        return error("a rule CODE and --all cannot be combined: give one (see opscan rule --help)")
+    if not args.all and not args.code:
         return error("give a rule CODE or --all (see opscan rule --help)")
     problem = output_problem(args)
     if problem:

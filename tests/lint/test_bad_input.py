@@ -280,6 +280,52 @@ def test_missing_path_is_an_error_and_the_rest_is_linted(folder):
     assert rc == 2
 
 
+@pytest.mark.parametrize(
+    ("named", "message"),
+    [
+        ("train.py/x.py", "not a directory: train.py/x.py"),  # a path under a file (ENOTDIR) was skipped with a warning, exit 0
+        ("train.py/", "not a directory: train.py/"),  # linted as train.py
+        ("a" * 300 + ".py", f"file name too long: {'a' * 300}.py"),  # a traceback from the search for pyproject.toml
+        ("a" * 300 + "/x.py", f"file name too long: {'a' * 300}/x.py"),
+    ],
+)
+def test_a_path_that_cannot_name_a_file_is_an_error_as_a_missing_path_is(folder, named, message):
+    (folder / "train.py").write_bytes(SEEDS)
+    rc, findings, err = lint(folder, named, fmt="text")
+    assert (rc, findings) == (2, f"error: {message}\n1 problem stopped part of the run; nothing found in the rest.\n")
+    rc, findings, err = lint(folder, named, "train.py")
+    assert rc == 2 and f"opscan: error: {message}\n" in err and "skipped" not in err
+    assert codes(findings) == ["train.py:2:1 DET001", "train.py:2:1 DET002"]  # the other path was linted
+    proc = opscan("lint", "--no-cache", "--show-settings", named, "train.py", cwd=folder)
+    assert proc.returncode == 2 and f"opscan: error: {message}\n" in proc.stderr and re.search(r"^files +1$", proc.stdout, re.M)
+
+
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "source": ["import torch\n", "torch.manual_seed(0)\n"]}], "nbformat": 4}).encode()
+
+
+def test_a_named_notebook_is_an_error_and_the_rest_is_linted(folder):
+    # Its JSON parses as Python: it passed ("All checks passed!", exit 0) without a word of its cells read.
+    (folder / "nb.ipynb").write_bytes(NOTEBOOK)
+    (folder / "train.py").write_bytes(SEEDS)
+    rc, out, err = lint(folder, "nb.ipynb", fmt="text")
+    assert (rc, out) == (2, "error: Jupyter notebooks are not linted: nb.ipynb\n1 problem stopped part of the run; nothing found in the rest.\n")
+    rc, findings, err = lint(folder, "nb.ipynb", "train.py")
+    assert rc == 2 and "opscan: error: Jupyter notebooks are not linted: nb.ipynb\n" in err
+    assert codes(findings) == ["train.py:2:1 DET001", "train.py:2:1 DET002"]
+    (folder / "pyproject.toml").write_text('[tool.opscan]\nextend-exclude = ["nb.ipynb"]\n')
+    rc, findings, err = lint(folder, "nb.ipynb", "train.py", extra=["--force-exclude"])  # excluded: skipped, as any excluded file
+    assert rc == 1 and err == "" and codes(findings) == ["train.py:2:1 DET001", "train.py:2:1 DET002"]
+
+
+def test_a_folder_walk_leaves_notebooks_out_and_walks_a_folder_named_like_one(folder):
+    (folder / "nb.ipynb").write_bytes(NOTEBOOK)
+    (folder / "runs.ipynb").mkdir()
+    (folder / "runs.ipynb" / "train.py").write_bytes(SEEDS)
+    for named in (".", "runs.ipynb"):
+        rc, findings, err = lint(folder, named)
+        assert rc == 1 and err == "" and codes(findings) == ["runs.ipynb/train.py:2:1 DET001", "runs.ipynb/train.py:2:1 DET002"]
+
+
 def _without_read_permission():
     """A preexec_fn under which chmod 000 really blocks reading, or a reason why there is none."""
     if os.geteuid() != 0:

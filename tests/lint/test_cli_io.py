@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from opscan.cli import main
 from tests.util import chdir, subprocess_env
 
@@ -308,6 +310,24 @@ def test_diff_and_statistics_refuse_each_other_as_in_ruff(tmp_path):
     assert proc.stderr.decode() == "opscan: error: --diff cannot be combined with --statistics\n"
     assert proc.stdout == b""
     assert (tmp_path / "train.py").read_bytes() == SEEDS
+
+
+@pytest.mark.parametrize(("args", "files"), [(["-"], "1 (stdin)"), (["--stdin-filename", "sub/train.py"], "1 (stdin, as sub/train.py)")])
+def test_show_settings_for_stdin_are_those_of_the_file_it_is_linted_as(tmp_path, args, files):
+    """`-` was "skipped -: no such file or directory", and a --stdin-filename that is not on disk too, with no file counted."""
+    proc = _cli(["--show-settings", *args], _project(tmp_path))
+    assert proc.returncode == 0 and proc.stderr == b""
+    out = proc.stdout.decode()
+    assert re.search(rf"^files +{re.escape(files)}$", out, re.M), out
+    assert re.search(r"^torch +.*\(1 file\)$", out, re.M), out  # the range that file gets
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+def test_show_settings_refuses_a_format_it_cannot_print(tmp_path, fmt):
+    """The settings are text: --output-format json printed that text all the same, which no JSON reader takes."""
+    proc = _cli(["--show-settings", "--output-format", fmt, "."], _project(tmp_path))
+    assert (proc.returncode, proc.stdout) == (2, b"")
+    assert proc.stderr.decode() == f"opscan: error: --show-settings cannot be printed as {fmt}: use --output-format text\n"
 
 
 def test_stdin_is_what_the_branch_reading_parses_not_the_file_on_disk(tmp_path):

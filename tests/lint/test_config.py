@@ -111,6 +111,28 @@ def test_bad_config_exits_2_with_message(tmp_path, capsys, config, args):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("section", ["[tool.opscan]", "[tool.opscan.lint]"])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('select = "DET001"', "select must be a list of strings"),  # a list without its brackets was taken as one
+        ('ignore = "DET001"', "ignore must be a list of strings"),
+        ('extend-select = "DET010"', "extend-select must be a list of strings"),
+        ('exclude = "generated"', "exclude must be a list of strings"),
+        ('extend-exclude = "generated"', "extend-exclude must be a list of strings"),
+        ('roots = "src"', "roots must be a list of strings"),
+        ("select = [1, 2]", "select must be a list of strings"),
+        ('per-file-ignores = {"*.py" = "DET001"}', "per-file-ignores.*.py must be a list of strings"),
+        ('per-file-ignores = ["DET001"]', "per-file-ignores must be a table of glob = [codes]"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_an_error_that_names_its_section(tmp_path, capsys, section, body, message):
+    _project(tmp_path, f"{section}\n{body}\n", {"train.py": BAD})
+    rc, codes, err = _lint(tmp_path, capsys, "train.py")
+    assert (rc, codes) == (2, [])
+    assert err == f"opscan: error: {tmp_path / 'pyproject.toml'}: {section} {message}\n"
+
+
 def test_config_found_by_walking_up(tmp_path, capsys):
     _project(tmp_path, '[tool.opscan]\nignore = ["DET002"]\n', {"src/deep/train.py": BAD})
     rc, codes, _ = _lint(tmp_path / "src", capsys, "deep/train.py")

@@ -488,6 +488,11 @@ def test_a_bad_torch_version_is_an_error_that_names_where_it_came_from(tmp_path,
     assert err.startswith(f"opscan: error: {tmp_path / 'pyproject.toml'}: [tool.opscan.lint] torch-version 'banana' is not a torch version")
     rc, out, err = _lint(tmp_path, capsys, "--torch-version", ">=2.4,,<2.7", "train.py")
     assert rc == 2 and err.startswith("opscan: error: --torch-version '>=2.4,,<2.7' is not a torch version") and "Traceback" not in err
+    for value in ("", " "):  # an unset shell variable: it was the default, silently
+        for spelled in (["--torch-version", value], [f"--torch-version={value}"]):
+            rc, out, err = _lint(tmp_path, capsys, *spelled, "train.py")
+            assert (rc, out) == (2, "")
+            assert err == f"opscan: error: --torch-version {value!r} is not a torch version or specifier like \"2.14\" or \">=2.4,<2.7\" (an empty version)\n"
     _write(tmp_path, {"pyproject.toml": "[tool.opscan]\ntorch-version = 2.4\n"})
     rc, out, err = _lint(tmp_path, capsys, "train.py")
     assert rc == 2 and f"{tmp_path / 'pyproject.toml'}: [tool.opscan] torch-version must be a string" in err
@@ -513,6 +518,9 @@ def test_roots_that_do_not_exist_are_a_warning(tmp_path, capsys):
     assert f"warning: {tmp_path / 'pyproject.toml'}: [tool.opscan] roots entry 'nonexistent' does not exist ({tmp_path / 'nonexistent'}); no import resolves there" in lines
     assert f"warning: {tmp_path / 'pyproject.toml'}: [tool.opscan] roots entry 'train.py' is not a folder; no import resolves there" in lines
     assert rc == 1  # still linted
+    _write(tmp_path, {"pyproject.toml": '[tool.opscan.lint]\nroots = ["train.py"]\n'})  # named as the section it is in
+    rc, out, err = _lint(tmp_path, capsys, "train.py")
+    assert f"warning: {tmp_path / 'pyproject.toml'}: [tool.opscan.lint] roots entry 'train.py' is not a folder; no import resolves there" in err.splitlines()
 
 
 def test_a_src_layout_resolves_with_the_default_roots_and_says_what_does_not(tmp_path, capsys):
