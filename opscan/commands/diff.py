@@ -50,7 +50,8 @@ def _keep_problem(args: argparse.Namespace) -> str | None:
             if os.path.realpath(path) == output:
                 shown = getattr(args, "output_named", None) or args.output_file
                 return f"-o {shown} is where --keep {args.keep} puts record {name}; give -o another file"
-    there = [name for name, path in zip(names, paths) if os.path.lexists(path)]
+    # A record's .partial too: the record run would empty it (what an earlier record cut short left).
+    there = [n for name, path in zip(names, paths) for n, p in ((name, path), (f"{name}.partial", f"{path}.partial")) if os.path.lexists(p)]
     if there:
         return f"--keep {args.keep} already holds {', '.join(there)}; remove {'them' if len(there) > 1 else 'it'} or keep the records in another folder"
     return None
