@@ -79,8 +79,30 @@ def build_parser(only: str | None = None):
     return parser
 
 
+def _cwd_problem(argv: list[str]) -> str | None:
+    """Why a command cannot run in this working directory (it was removed under the shell), or None.
+
+    Every command but `rule` reads paths relative to it, and os.getcwd() raised FileNotFoundError deep
+    in whichever came first (lint's config, a target's file), with a traceback. One getcwd: lint's start-up keeps its pace.
+    """
+    command = next((arg for arg in argv if arg != "--"), None)  # `opscan -- scan` under torchrun
+    if command not in COMMANDS or command == "rule":
+        return None
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "the working directory no longer exists (it was removed); cd to a folder that does and run opscan again"
+    except OSError as exc:
+        return f"cannot read the working directory: {exc.strerror or exc}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    problem = _cwd_problem(argv)
+    if problem:
+        print(f"opscan: error: {problem}", file=sys.stderr)
+        return EXIT_ERROR
     if argv[:1] == ["lint"] and "--no-cache" not in argv:
         # A rerun over an unchanged tree: print what the last one printed (opscan.lint.runcache).
         # `--no-cache` anywhere makes a run ineligible (runcache._NOT_REPLAYED), so a cold run

@@ -178,10 +178,12 @@ def diff(
     same_process: bool = False,
     keep: str | None = None,
     nproc: int | None = None,
+    loaded: set[str] | None = None,
 ) -> Report:
     """Record `target` twice and compare. `keep` is a folder for the two records (else a temporary one, removed).
 
     `nproc`: record each run with torchrun on that many ranks, and compare rank by rank (never in this process).
+    `loaded`, a set, gets the real paths of the project's files the runs loaded (their records' `sources`).
     """
     folder, problem = _records_folder(keep, "opscan-diff-", f"--keep {keep}")
     if problem is not None:
@@ -208,6 +210,9 @@ def diff(
             if problem is not None:
                 return Report("diff", errors=[problem])
         report = _compare(paths) if nproc is None else _compare_ranks(paths, nproc)
+        if loaded is not None:
+            every = paths if nproc is None else [rank_path(p, r) for p in paths for r in range(nproc)]
+            loaded |= _sources_of(target, every)
     finally:
         if keep is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -217,6 +222,30 @@ def diff(
     if nproc is not None:
         env = {"processes": f"two torchrun launches of {nproc} rank(s)", "steps": steps, "ranks": nproc}
     return _as_diff(report, notices, env)
+
+
+def _sources_of(target, paths: list[str]) -> set[str]:
+    """The real paths of the project files that the records at `paths` list in their headers' `sources`.
+
+    Their keys are relative to the target's folder, or to the working directory the child ran in (this one).
+    """
+    import json
+
+    from opscan.trace.sources import target_file
+
+    named = target_file(target.spec, target.kind)
+    base = os.path.dirname(os.path.realpath(named)) if named else os.path.realpath(os.getcwd())
+    out: set[str] = set()
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                header = json.loads(f.readline())
+        except (OSError, ValueError):
+            continue
+        sources = header.get("sources") if isinstance(header, dict) else None
+        if isinstance(sources, dict):
+            out.update(os.path.normpath(os.path.join(base, key)) for key in sources if isinstance(key, str))
+    return out
 
 
 def rank_path(path: str, rank: int) -> str:

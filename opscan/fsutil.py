@@ -103,6 +103,27 @@ def is_special_file(st: os.stat_result) -> bool:
     return not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
 
 
+def same_file(path: str | os.PathLike, others) -> str | None:
+    """The first of `others` that is the regular file `path` names (the same device and inode: a link, another
+    spelling), or None. A `path` that is not there, or is no regular file (/dev/null), is no other file."""
+    try:
+        out = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(out.st_mode):
+        return None
+    for other in others:
+        if not other or other == "-":
+            continue
+        try:
+            st = os.stat(other)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            return str(other)
+    return None
+
+
 def _umask() -> int:
     # The only portable way to read the umask is to set it; put it straight back.
     mask = os.umask(0o022)

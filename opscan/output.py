@@ -106,27 +106,16 @@ def overwrites_input(output_file: str | None, inputs, shown: str | None = None) 
     `shown`: -o as the user spelled it, where `output_file` has been made absolute.
     """
     import os
-    import stat
+
+    from opscan.fsutil import same_file
 
     if not output_file or output_file == "-":
         return None
-    try:
-        out = os.stat(output_file)
-    except (OSError, ValueError):
+    path = same_file(output_file, inputs)
+    if path is None:
         return None
-    if not stat.S_ISREG(out.st_mode):
-        return None
-    for path in inputs:
-        if not path or path == "-":
-            continue
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):
-            continue
-        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
-            same = os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(output_file))
-            return f"-o {shown or output_file} is {'an input' if same else f'{path}, an input'} of this run: the report would overwrite it; give -o another file"
-    return None
+    same = os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(output_file))
+    return f"-o {shown or output_file} is {'an input' if same else f'{path}, an input'} of this run: the report would overwrite it; give -o another file"
 
 
 def withhold(report: Report, output_file: str | None) -> str | None:

@@ -209,3 +209,35 @@ def test_exit_zero_turns_findings_into_0_and_leaves_errors_at_2(capsys, tmp_path
     assert main(["compare", "--exit-zero", a, str(tmp_path / "missing.jsonl")]) == 2
     code, err = _run(capsys, ["rule", "--exit-zero", "DET001"])
     assert code == 2 and "unrecognized arguments: --exit-zero" in err
+
+
+GONE = "opscan: error: the working directory no longer exists (it was removed); cd to a folder that does and run opscan again\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["lint", "t.py"], ["lint"], ["scan", "m.py:build"], ["record", "-o", "r.jsonl", "--run", "t.py"], ["diff", "--run", "t.py"],
+     ["compare", "a.jsonl", "b.jsonl"], ["report"], ["bench", "m.py:build"], ["--", "scan", "m.py:build"], ["rule", "DET001"]],
+    ids=" ".join,
+)  # fmt: skip
+def test_a_working_directory_removed_under_the_shell_is_one_line(tmp_path, argv):
+    """os.getcwd() raised FileNotFoundError wherever a command first asked (lint's config): a traceback, exit 1."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.util import subprocess_env
+
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    # The shell enters the folder and removes it, then runs opscan there.
+    shell = 'cd "$1" && rmdir "$1" && shift && exec "$@"'
+    proc = subprocess.run(
+        ["sh", "-c", shell, "sh", str(gone), sys.executable, "-m", "opscan", *argv], env=env, capture_output=True, text=True, timeout=120
+    )
+    if argv[0] == "rule":  # reads no path: it still works
+        assert proc.returncode == 0 and proc.stdout.startswith("# seed-without-determinism (DET001)")
+        return
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, GONE, "")

@@ -163,6 +163,57 @@ def test_lint_writes_over_a_py_file_it_does_not_lint(inputs):
         assert (inputs / output).read_text().startswith("sub/t.py:3:1: DET001 ")
 
 
+# A script that trains through a helper module of its own: the run (and lint) load helper.py, never named on the line.
+HELPER = "import torch\n\n\ndef make():\n    torch.manual_seed(0)\n    model = torch.nn.Linear(4, 2)\n    return model, torch.optim.SGD(model.parameters(), lr=0.1)\n"
+TRAINS = "import torch\nfrom helper import make\n\nmodel, opt = make()\nfor _ in range(2):\n    opt.zero_grad()\n    model(torch.ones(2, 4)).sum().backward()\n    opt.step()\n"
+LOADED = "a project module the run loaded: the report would overwrite it, so it was not written; give -o another file"
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "message"),
+    [
+        pytest.param(("scan", "--device", "cpu", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}", marks=needs_torch),
+        pytest.param(("scan", "--device", "cpu", "--run", "t.py"), "alias.py", f"-o alias.py is helper.py, {LOADED}", marks=needs_torch),
+        pytest.param(("diff", "--device", "cpu", "--steps", "1", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}", marks=needs_torch),
+        pytest.param(
+            ("diff", "--device", "cpu", "--steps", "1", "--same-process", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}",
+            marks=needs_torch,
+        ),
+        (("lint", "--no-cache", "t.py"), "helper.py", "-o helper.py is a file this lint read: the report would overwrite it; give -o another file"),
+        (("lint", "t.py"), "alias.py", "-o alias.py is helper.py, a file this lint read: the report would overwrite it; give -o another file"),
+        (("lint", "--no-cache", "--fix", "t.py"), "helper.py", "-o helper.py is a file this lint read: the report would overwrite it; give -o another file"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v if v.endswith(".py") else "",
+)
+def test_an_output_that_is_a_module_the_run_imported_is_not_written(tmp_path, command, output, message):
+    """-o naming a module the script imports (not named on the command line): the report replaced the user's code."""
+    (tmp_path / "helper.py").write_text(HELPER)
+    (tmp_path / "t.py").write_text(TRAINS)
+    (tmp_path / "alias.py").symlink_to("helper.py")
+    proc = _opscan([command[0], "-o", output, *command[1:]], tmp_path)
+    assert (proc.returncode, proc.stderr.splitlines()[-1:], proc.stdout) == (2, [f"opscan: error: {message}"], "")
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "helper.py").read_text() == HELPER and (tmp_path / "t.py").read_text() == TRAINS
+    assert (tmp_path / "alias.py").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["alias.py", "helper.py", "t.py"]
+
+
+@needs_torch
+def test_a_record_over_a_module_the_run_imported_stays_in_its_partial_file(tmp_path):
+    """The record is renamed into place at the end: over helper.py, which t.py imports, it replaced the user's module."""
+    (tmp_path / "helper.py").write_text(HELPER)
+    (tmp_path / "t.py").write_text(TRAINS)
+    proc = _opscan(["record", "-o", "helper.py", "--device", "cpu", "--steps", "1", "--run", "t.py"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        "opscan: error: -o helper.py is a project module the run loaded: the record was not renamed over it; "
+        "the whole record is in helper.py.partial: move it where you want it"
+    )
+    assert (tmp_path / "helper.py").read_text() == HELPER
+    lines = (tmp_path / "helper.py.partial").read_text().splitlines()
+    assert '"type": "header"' in lines[0] and '"type": "end"' in lines[-1]  # whole: the end line too
+
+
 # ---------------------------------------------------------------- a run that is all error leaves -o alone
 
 BOOM = MODEL + '\n\ndef boom():\n    raise RuntimeError("boom")\n'

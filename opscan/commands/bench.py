@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import argparse
 
-from opscan.commands.common import add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
+from opscan.commands.common import (
+    add_output_arguments,
+    device_problem,
+    emit,
+    error,
+    input_problem,
+    loaded_problem,
+    needs_torch,
+    output_problem,
+    run_folder,
+)
 from opscan.commands.scan import add_target_arguments, input_shape_problem, load_targets, positive, target_paths, unrunnable
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -105,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
     from opscan.bench.measure import bench
 
+    cwd = run_folder()
     report = bench(
         target,
         device=device,
@@ -116,4 +127,7 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples,
         input_shape=input_shape,
     )
+    problem = loaded_problem(args, [target], cwd)  # a module the run imported: known only now
+    if problem:
+        return error(problem)
     return emit(report, args)

@@ -41,6 +41,39 @@ def input_problem(args: argparse.Namespace, inputs) -> str | None:
     return overwrites_input(args.output_file, inputs, shown=getattr(args, "output_named", None))
 
 
+def run_folder() -> str:
+    """The working directory's real path, taken before a run (a --run script may chdir): where project modules live."""
+    return os.path.realpath(os.getcwd())
+
+
+def loaded_problem(args: argparse.Namespace, targets, cwd: str) -> str | None:
+    """Why -o names a project module the run loaded (a module the script imports), or None.
+
+    Known only once the targets have run, so asked after the run and before the report is written; the
+    files named on the command line were refused before it (input_problem). `cwd`: run_folder() then.
+    """
+    if args.output_file in (None, "-") or not os.path.isfile(args.output_file):  # a new file replaces nothing
+        return None
+    from opscan.fsutil import same_file
+    from opscan.trace.sources import project_files, target_file
+
+    files: set[str] = set()
+    for target in targets:
+        named = target_file(target.spec, target.kind)
+        files.update(project_files(os.path.realpath(named) if named else None, cwd))
+    return loaded_message(args, same_file(args.output_file, sorted(files)))
+
+
+def loaded_message(args: argparse.Namespace, loaded: str | None) -> str | None:
+    """The error for -o naming `loaded`, a project module the run loaded (None: no such module)."""
+    if loaded is None:
+        return None
+    shown = getattr(args, "output_named", None) or args.output_file
+    same = os.path.normpath(os.path.abspath(loaded)) == os.path.normpath(args.output_file)
+    what = "" if same else f"{os.path.relpath(loaded)}, "
+    return f"-o {shown} is {what}a project module the run loaded: the report would overwrite it, so it was not written; give -o another file"
+
+
 def device_problem(exc: Exception, flag: str | None, settings) -> str:
     """What resolve_device said of a bad device, naming the config file when the device came from there."""
     if flag is None and settings.device is not None and settings.device_from:

@@ -10,7 +10,7 @@ import argparse
 import importlib.util
 import os
 
-from opscan.commands.common import add_output_arguments, device_problem, emit, error, input_problem, output_problem
+from opscan.commands.common import add_output_arguments, device_problem, emit, error, input_problem, loaded_message, output_problem
 from opscan.commands.record import add_record_arguments, check_record_args
 from opscan.commands.scan import add_target_arguments, positive, target_paths, unrunnable
 
@@ -50,7 +50,8 @@ def _keep_problem(args: argparse.Namespace) -> str | None:
             if os.path.realpath(path) == output:
                 shown = getattr(args, "output_named", None) or args.output_file
                 return f"-o {shown} is where --keep {args.keep} puts record {name}; give -o another file"
-    there = [name for name, path in zip(names, paths) if os.path.lexists(path)]
+    # A record's .partial too: the record run would empty it (what an earlier record cut short left).
+    there = [n for name, path in zip(names, paths) for n, p in ((name, path), (f"{name}.partial", f"{path}.partial")) if os.path.lexists(p)]
     if there:
         return f"--keep {args.keep} already holds {', '.join(there)}; remove {'them' if len(there) > 1 else 'it'} or keep the records in another folder"
     return None
@@ -86,10 +87,18 @@ def run(args: argparse.Namespace) -> int:
         device = resolved
     from opscan.diff import diff
 
+    loaded: set[str] = set()
     report = diff(
         target, steps=args.steps or 2, device=device,
         seed=args.seed if args.seed is not None or target.kind == "script" else 0,
         deterministic=args.deterministic, benchmark=args.benchmark, input_shape=args.input_shape or settings.input_shape,
         fingerprint=args.fingerprint, engine=args.engine, same_process=args.same_process, keep=args.keep, nproc=args.nproc_per_node,
+        loaded=loaded,
     )  # fmt: skip
+    if args.output_file not in (None, "-"):  # a module the runs imported, known only now
+        from opscan.fsutil import same_file
+
+        problem = loaded_message(args, same_file(args.output_file, sorted(loaded)))
+        if problem:
+            return error(problem)
     return emit(report, args)

@@ -280,6 +280,10 @@ def _run(args: argparse.Namespace) -> int:
 
     unresolved: dict | None = {} if args.verbose else None
 
+    # What the linted code reads besides the named files (the modules it imports) is known only as it is linted:
+    # gathered, where -o names a file already there, so that the report does not replace one of them.
+    read = deps if deps is not None or not _existing_file(args.output_file) else set()
+
     stdin_sources: dict[str, bytes] = {}
     if from_stdin:
         stdin_sources[os.path.realpath(stdin_path)] = sys.stdin.buffer.read()
@@ -292,7 +296,7 @@ def _run(args: argparse.Namespace) -> int:
             return engine.run(
                 paths, cfg, targets=targets, use_cache=not args.no_cache,
                 force_exclude=args.force_exclude, overlay={**stdin_sources, **(overlay or {})} or None,
-                unresolved=unresolved, progress=progress, stdin=stdin_path, deps=deps,
+                unresolved=unresolved, progress=progress, stdin=stdin_path, deps=read,
             )  # fmt: skip
         finally:
             if progress is not None and progress.drawn_at:
@@ -306,6 +310,10 @@ def _run(args: argparse.Namespace) -> int:
         report = lint()
     except RulesError as exc:
         print(f"opscan: error: {exc.problem}", file=sys.stderr)
+        return 2
+    problem = _output_was_read(args.output_file, read)  # before --fix writes anything
+    if problem:
+        print(f"opscan: error: {problem}", file=sys.stderr)
         return 2
     if args.verbose:
         for line in _target_lines(targets) + _unresolved_lines(cfg, unresolved or {}):
@@ -426,6 +434,26 @@ def _output_is_linted(output_file: str | None, paths: list[str], cfg, force_excl
 
     files, _notices = engine.discover(folders, cfg, force_exclude)
     return overwrites_input(output_file, [str(f) for f in files])
+
+
+def _existing_file(path: str | None) -> bool:
+    return path not in (None, "-") and os.path.isfile(path)
+
+
+def _output_was_read(output_file: str | None, read: set[str] | None) -> str | None:
+    """Why -o names a file the lint read (a module a linted script imports), or None: said before anything is written."""
+    if read is None or not _existing_file(output_file):
+        return None
+    from opscan.fsutil import same_file
+
+    path = same_file(output_file, sorted(read))
+    if path is None:
+        return None
+    from opscan.lint import engine
+
+    shown = engine.display_path(path)
+    what = "" if os.path.normpath(shown) == os.path.normpath(output_file) else f"{shown}, "
+    return f"-o {output_file} is {what}a file this lint read: the report would overwrite it; give -o another file"
 
 
 def _unlintable(path: str, cfg, force_exclude: bool) -> str | None:

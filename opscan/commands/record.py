@@ -109,6 +109,19 @@ def missing_output(args: argparse.Namespace) -> str:
     return message
 
 
+def partial_problem(path: str) -> str | None:
+    """Why the record cannot be streamed to PATH.partial: one is there already, which the run would empty.
+
+    That file is what a run cut short left, the readable prefix of its steps (docs/record.md): the user's to keep.
+    """
+    from opscan.trace.recordwriter import partial_path
+
+    partial = partial_path(path)
+    if partial is None or not os.path.lexists(partial):
+        return None
+    return f"{partial} is there already, left by an earlier record of {path} (a run cut short keeps its steps there): move or remove it, then record again"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.record_path is None:
         return error(missing_output(args))
@@ -126,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
 
     rank = ranks.from_env()
     path = args.record_path if rank is None else ranks.rank_path(args.record_path, rank.rank)
-    problem = check_output_path(path) or overwrites_input(path, [*target_paths([target]), args.config])  # before the run
-    if problem:
+    problem = check_output_path(path) or overwrites_input(path, [*target_paths([target]), args.config]) or partial_problem(path)
+    if problem:  # before the run
         return error(problem)
     missing = needs_torch("record")
     if missing:

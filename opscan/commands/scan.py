@@ -9,7 +9,18 @@ import argparse
 import re
 import time
 
-from opscan.commands.common import EXIT_CLEAN, add_output_arguments, device_problem, emit, error, input_problem, needs_torch, output_problem
+from opscan.commands.common import (
+    EXIT_CLEAN,
+    add_output_arguments,
+    device_problem,
+    emit,
+    error,
+    input_problem,
+    loaded_problem,
+    needs_torch,
+    output_problem,
+    run_folder,
+)
 
 _DIM = re.compile(r"\s*[0-9]+\s*")
 
@@ -193,9 +204,13 @@ def run(args: argparse.Namespace) -> int:
     probe = ("strict" if args.strict else "default") if args.probe else None
     rank = ranks.from_env()
     started = time.time()
+    cwd = run_folder()
     report = scan(
         targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape, probe=probe, rank=rank
     )  # fmt: skip
+    problem = loaded_problem(args, targets, cwd)  # a module the run imported: known only now
+    if problem:
+        return error(problem)
     if rank is None:
         return emit(report, args)
     return _emit_rank(report, rank, args, started)

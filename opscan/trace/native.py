@@ -347,11 +347,11 @@ class NativeRecorder(Recorder):
         self.stats.first_internal = first_internal or None
         self.stats.first_failure = first_failure or None
 
-    def finish(self, outcome=None, *, complete: bool = True):
+    def finish(self, outcome=None, *, complete: bool = True, rename: bool = True):
         try:
             # The ops after the last step are the engine's, not in self.ops: count them for record()'s notice.
             pending = self.ext.stats()[4] if self._started else 0
-            path = super().finish(outcome, complete=complete)
+            path = super().finish(outcome, complete=complete, rename=rename)
             self.stats.unrecorded_ops = pending
             return path
         finally:

@@ -51,6 +51,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
+from opscan.findings import Problem
+from opscan.fsutil import same_file
 from opscan.trace import collectives
 from opscan.trace.fingerprint import DEFAULT_SCHEME, FLOATS, Fingerprinter
 from opscan.trace.ranks import header_env
@@ -65,7 +67,7 @@ from opscan.trace.sourcemap import (
     in_backward_callback,
     locate,
 )
-from opscan.trace.sources import project_sources, target_file
+from opscan.trace.sources import project_files, project_sources, target_file
 
 FORMAT, VERSION = "opscan-record", 1
 SAMPLE = 256  # elements per parameter sample
@@ -864,11 +866,16 @@ class Recorder:
         }
         return json.dumps(header)
 
-    def finish(self, outcome=None, *, complete: bool = True) -> str | None:
+    def loaded_files(self) -> list[str]:
+        """The project's files the run has loaded so far (real paths): the target's, and the modules it imported."""
+        return project_files(*self._source_paths)
+
+    def finish(self, outcome=None, *, complete: bool = True, rename: bool = True) -> str | None:
         """Write the end line (only for a run that finished) and put the file in place; returns the path kept.
 
         Complete: PATH. Cut short: PATH.partial, or nothing when no step was
-        written. Raises OSError when the record could not be written.
+        written. `rename=False` keeps even a whole record in PATH.partial, end line
+        and all (PATH is a file that must stay). Raises OSError when the record could not be written.
         """
         self.stats.unrecorded_ops = len(self.ops)
         self.ops = []
@@ -881,7 +888,7 @@ class Recorder:
             stopped = bool(getattr(outcome, "stopped", False))
             seconds = round(time.perf_counter() - self._t0, 3)
             end = json.dumps({"type": "end", "steps": self.stats.steps, "ops": self.stats.ops, "stopped": stopped, "seconds": seconds})
-        path, self.stats.bytes = self.writer.finish(end, commit=complete, remove=self.stats.steps == 0)
+        path, self.stats.bytes = self.writer.finish(end, commit=complete and rename, remove=self.stats.steps == 0)
         return path
 
     def abandon(self) -> None:
@@ -1070,6 +1077,14 @@ def needs_cublas_config() -> bool:
         return True
 
 
+def _loaded_message(path: str, loaded: str, kept: str | None) -> str:
+    """The error for a record PATH that is `loaded`, a project module the run imported: not renamed over it."""
+    same = os.path.normpath(os.path.abspath(path)) == loaded
+    what = "" if same else f"{os.path.relpath(loaded)}, "
+    where = f"the whole record is in {kept}: move it where you want it" if kept else "nothing was recorded"
+    return f"-o {path} is {what}a project module the run loaded: the record was not renamed over it; {where}"
+
+
 def record(
     target,
     path: str,
@@ -1125,10 +1140,15 @@ def record(
             else:
                 os.environ["CUBLAS_WORKSPACE_CONFIG"] = saved_cublas
     complete = outcome.problem is None
-    result = RecordResult(None, complete, stopped=outcome.stopped, notices=list(outcome.notices), problem=outcome.problem)
+    # Known only now: the modules the run imported. PATH may be one of them (-o seeding.py beside a script that
+    # imports it); the rename would replace the user's code with the record. The whole record stays in PATH.partial.
+    loaded = same_file(path, recorder.loaded_files()) if complete and os.path.isfile(path) else None
+    result = RecordResult(None, complete and loaded is None, stopped=outcome.stopped, notices=list(outcome.notices), problem=outcome.problem)
     result.notices[:0] = list(notices)
-    result.path = recorder.finish(outcome, complete=complete)  # OSError: the writer removed PATH.partial
-    if not complete and result.path:
+    result.path = recorder.finish(outcome, complete=complete, rename=loaded is None)  # OSError: the writer removed PATH.partial
+    if loaded is not None:
+        result.problem = Problem(_loaded_message(path, loaded, result.path), target.name)
+    elif not complete and result.path:
         result.notices.append(f"the record is incomplete: {result.path} holds the first {recorder.stats.steps} step(s)")
     if recorder.stats.unfingerprinted:
         result.notices.append(

@@ -226,6 +226,12 @@ def _is_special(path: str) -> bool:
         return False
 
 
+def partial_path(path: str) -> str | None:
+    """Where a record at PATH is streamed before its rename: PATH.partial; None where PATH itself is written
+    into (a device or pipe, /dev/stdout: see RecordFile)."""
+    return None if is_descriptor_link(path) or _is_special(path) else path + ".partial"
+
+
 class RecordFile:
     """The record on disk: streamed to PATH.partial, renamed to PATH once the run has finished.
 

@@ -190,9 +190,11 @@ def run(
     except SystemExit as exc:
         # A model target's own sys.exit() (a script's is _run_script's): it ended opscan with the
         # target's status and no word, and the other targets of a scan went with it.
-        status = 0 if exc.code is None else exc.code
+        status, said = exit_status(exc.code)
         outcome.problem = Problem(
-            f"{target.name} exited with status {status} (sys.exit) instead of returning", target.name, loaders.format_user_traceback(exc)
+            f"{target.name} exited with status {status} (sys.exit) instead of returning{f': {said}' if said else ''}",
+            target.name,
+            loaders.format_user_traceback(exc),
         )
     except Exception as exc:  # noqa: BLE001 - the model's own error, whatever it is
         outcome.problem = Problem(
@@ -204,6 +206,19 @@ def run(
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
     return outcome
+
+
+def exit_status(code: object) -> tuple[int, str]:
+    """(the status, what is printed) of a process ended by SystemExit(code), as Python's own exit gives them.
+
+    None is 0; an int is itself; anything else (sys.exit("bye")) is printed on stderr and exits 1, which
+    was reported as "exited with status bye".
+    """
+    if code is None:
+        return 0, ""
+    if isinstance(code, int):
+        return int(code), ""
+    return 1, str(code)
 
 
 def _run_model(target, device, steps, train, input_shape, modes, on_step, outcome, first_step, workload=None) -> None:
@@ -273,8 +288,11 @@ def _run_script(target, steps, modes, on_step, outcome, first_step) -> None:
     except _Stop:
         outcome.stopped = True
     except SystemExit as exc:
-        if exc.code not in (None, 0):
-            raise TargetError(f"{path} exited with status {exc.code} after {outcome.steps} optimizer step(s)") from None
+        status, said = exit_status(exc.code)
+        if status != 0:
+            raise TargetError(
+                f"{path} exited with status {status} after {outcome.steps} optimizer step(s){f': {said}' if said else ''}"
+            ) from None
     except Exception as exc:
         raise loaders.UserCodeError(exc, f"{path} raised") from exc
     finally:

@@ -224,14 +224,29 @@ def _applied_function(frame) -> bool:
 
 
 def display_path(filename: str | None) -> str | None:
-    """A path relative to the working directory when it lies below it."""
-    if not filename:
+    """A path relative to the working directory, as lint shows it (`../models.py` from a subfolder).
+
+    Python's own files and an installed package's (torch, site-packages) stay absolute: a chain of
+    `../../` up to them would hide where they are. What the scan prints, SARIF's uri and a record's `file`.
+    """
+    if not filename or filename.startswith("<"):  # "<string>", "<stdin>": no file to place
         return filename
     try:
         rel = os.path.relpath(filename)
     except ValueError:  # another drive on Windows
         return filename
-    return filename if rel.startswith("..") else rel
+    if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+        return rel
+    return os.path.abspath(filename) if _installed(filename) else rel
+
+
+def _installed(filename: str) -> bool:
+    """Whether `filename` is Python's own, torch's, opscan's or an installed package's (site-packages, dist-packages)."""
+    path = _norm(filename)
+    if any(part in ("site-packages", "dist-packages") for part in path.split(os.sep)):
+        return True
+    packages, stdlib = _internal_roots()
+    return path.startswith(packages) or path.startswith(stdlib)
 
 
 def current_autograd_node():

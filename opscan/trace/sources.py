@@ -22,7 +22,7 @@ import sys
 
 from opscan._hash import digest
 
-__all__ = ["project_sources", "target_file"]
+__all__ = ["project_files", "project_sources", "target_file"]
 
 _INSTALLED = ("site-packages", "dist-packages")
 _OPSCAN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # opscan's own package: never the user's code
@@ -53,12 +53,12 @@ def _not_project(folders: tuple[str, ...]) -> tuple[str, ...]:
     return (_OPSCAN, *sorted(p for p in prefixes if not any(_under(f, (p,)) for f in folders)))
 
 
-def project_sources(target: str | None, cwd: str, modules=None) -> dict[str, str]:
-    """{path relative to the target's folder: digest} for the target's file and every loaded module file of the project.
+def project_files(target: str | None, cwd: str, modules=None) -> list[str]:
+    """The real paths of the target's file and of every loaded module file of the project, sorted.
 
     `target` and `cwd` are real paths taken before the run (a script may chdir).
-    `modules` defaults to sys.modules. A file that cannot be read is left out: its
-    absence makes compare claim neither "same code" nor "changed" for it.
+    `modules` defaults to sys.modules. What the record's `sources` digest, and what
+    `-o` must not replace once the run has loaded it (a module the script imports).
     """
     modules = sys.modules if modules is None else modules
     base = os.path.dirname(target) if target else cwd
@@ -72,8 +72,18 @@ def project_sources(target: str | None, cwd: str, modules=None) -> dict[str, str
         path = os.path.realpath(name)
         if _under(path, folders) and not _under(path, outside) and not any(part in _INSTALLED for part in path.split(os.sep)):
             files.add(path)
+    return sorted(files)
+
+
+def project_sources(target: str | None, cwd: str, modules=None) -> dict[str, str]:
+    """{path relative to the target's folder: digest} for the target's file and every loaded module file of the project.
+
+    As project_files. A file that cannot be read is left out: its absence makes
+    compare claim neither "same code" nor "changed" for it.
+    """
+    base = os.path.dirname(target) if target else cwd
     out = {}
-    for path in sorted(files)[:MAX_FILES]:
+    for path in project_files(target, cwd, modules)[:MAX_FILES]:
         try:
             with open(path, "rb") as f:
                 data = f.read()

@@ -51,6 +51,20 @@ def names_a_file(where: str) -> bool:
     return where.endswith(".py") or "/" in where or os.sep in where
 
 
+def module_problem(spec: str, where: str) -> str | None:
+    """Why WHERE of a MODULE:CALLABLE target is no module name importlib takes, or None.
+
+    `.` and `..` (a folder, or a relative import with no package to be relative to) made importlib raise
+    TypeError, said with its traceback; `a-b` is no module either.
+    """
+    if names_a_file(where) or all(part.isidentifier() for part in where.split(".")):
+        return None
+    return (
+        f"{spec!r}: {where!r} is not a module name; use FILE.py:CALLABLE for a file, "
+        "or a dotted module name (pkg.models:CALLABLE)"
+    )
+
+
 def parse_target(spec: str) -> Target:
     """Check a TARGET's spelling, without importing torch or the target."""
     prefix, sep, rest = spec.partition(":")
@@ -66,6 +80,9 @@ def parse_target(spec: str) -> Target:
         )
     if not all(part.isidentifier() for part in name.split(".")):
         raise TargetError(f"{spec!r}: {name!r} is not a Python name")
+    problem = module_problem(spec, where)
+    if problem:
+        raise TargetError(problem)
     return Target(spec, "callable")
 
 

@@ -39,7 +39,7 @@ OPSCAN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # Defined where no torch is imported, so that a command can refuse a malformed target before importing torch.
-from opscan.trace.spec import ZOOS, TargetError, names_a_file  # noqa: E402,F401
+from opscan.trace.spec import ZOOS, TargetError, module_problem, names_a_file  # noqa: E402,F401
 
 
 class UserCodeError(Exception):
@@ -156,6 +156,9 @@ def load_target(spec: str, *, input_shape: tuple[int, ...] | None = None) -> Wor
     if names_a_file(where):
         module = _import_file(where)
     else:
+        problem = module_problem(spec, where)  # as parse_target says it, for a caller that skipped it
+        if problem:
+            raise TargetError(problem)
         module = _import_module(where)
     factory = _resolve(module, name, where)
     try:

@@ -91,6 +91,40 @@ def test_without_a_gpu_bench_says_it_needs_one(capsys, monkeypatch, tmp_path):
     assert rc == 2 and "no CUDA GPU is available; opscan bench needs a CUDA GPU" in err
 
 
+def test_an_output_that_is_a_module_the_script_imported_is_not_written(capsys, monkeypatch, tmp_path):
+    """-o naming a module the script imports (not on the command line) was replaced by the report, as in scan.
+
+    The timing itself needs a GPU: here the script runs once on the CPU in its place (the loading is what counts).
+    """
+    pytest.importorskip("torch")
+    from opscan.bench import measure
+    from opscan.findings import Report
+    from opscan.trace import runner
+
+    helper = "from torch import nn\n\n\ndef make():\n    return nn.Linear(4, 2)\n"
+    (tmp_path / "helper.py").write_text(helper)
+    (tmp_path / "t.py").write_text(
+        "import torch\nfrom helper import make\n\nmodel = make()\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "model(torch.ones(2, 4)).sum().backward()\nopt.step()\n"
+    )
+
+    def timed_on_the_cpu(target, **_options):
+        assert runner.run(target, device="cpu", steps=1).problem is None
+        return Report("bench", summary="verdict: timed")
+
+    monkeypatch.setattr(runner, "resolve_device", lambda requested, also="": "cuda")
+    monkeypatch.setattr(measure, "bench", timed_on_the_cpu)
+    monkeypatch.delitem(sys.modules, "helper", raising=False)
+    rc, out, err = bench(capsys, "-o", "helper.py", "--run", "t.py", cwd=tmp_path)
+    sys.modules.pop("helper", None)
+    assert (rc, out) == (2, ""), err
+    assert err == (
+        "opscan: error: -o helper.py is a project module the run loaded: the report would overwrite it, so it was not written; "
+        "give -o another file\n"
+    )
+    assert (tmp_path / "helper.py").read_text() == helper
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [

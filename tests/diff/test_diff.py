@@ -275,8 +275,9 @@ def test_first_divergence_reads_compare_or_findings():
         (["b.rank1.jsonl"], ["--nproc-per-node", "2"], "--keep kept already holds b.rank1.jsonl; remove it or keep the records in another folder"),
         (["a.jsonl"], ["-o", "kept/a.jsonl"], "-o kept/a.jsonl is where --keep kept puts record a.jsonl; give -o another file"),
         ([], ["-o", "kept/b.jsonl"], "-o kept/b.jsonl is where --keep kept puts record b.jsonl; give -o another file"),
+        (["b.jsonl.partial"], [], "--keep kept already holds b.jsonl.partial; remove it or keep the records in another folder"),
     ],
-    ids=["a", "both", "a rank's", "-o onto one", "-o onto one not there yet"],
+    ids=["a", "both", "a rank's", "-o onto one", "-o onto one not there yet", "a cut-short record's partial"],
 )
 def test_keep_refuses_a_folder_that_holds_the_records_before_anything_runs(tmp_path, held, flags, message):
     """The records replaced the user's files with no word, and -o onto one then replaced the record with the report."""

@@ -105,6 +105,19 @@ def test_a_script_that_raises_keeps_the_finished_steps_as_partial(tmp_path):
     assert partial.count('"type":"step"') == 2 and '"type": "end"' not in partial
 
 
+def test_an_earlier_runs_partial_file_is_not_emptied(tmp_path):
+    """The prefix a killed run left (docs/record.md) was silently replaced by the next record's stream to FILE.partial."""
+    (tmp_path / "out.jsonl.partial").write_text("the steps a killed run recorded\n")
+    proc = opscan("record", f"{FIXTURES / 'models.py'}:build_clean", *CPU, "-o", "out.jsonl", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        "opscan: error: out.jsonl.partial is there already, left by an earlier record of out.jsonl "
+        "(a run cut short keeps its steps there): move or remove it, then record again\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl.partial"]
+    assert (tmp_path / "out.jsonl.partial").read_text() == "the steps a killed run recorded\n"
+
+
 def test_a_model_that_raises_in_its_first_step_leaves_nothing(tmp_path):
     target = tmp_path / "bad.py"
     target.write_text(

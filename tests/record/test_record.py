@@ -168,6 +168,17 @@ def test_backward_ops_carry_the_forward_line(capsys, tmp_path):
     assert bn_bwd and bn_bwd[0]["module"] == "bn"
 
 
+def test_a_target_above_the_working_directory_is_recorded_relative_to_it(capsys, tmp_path):
+    """From a subfolder, each op's `file` was `/abs/sub/../models.py`; now `../models.py`, as lint and scan show it."""
+    # Another name: the folder stays on sys.path, and a `models` there would shadow the fixture's for a module target.
+    shutil.copy(FIXTURES / "models.py", tmp_path / "above.py")
+    (tmp_path / "sub").mkdir()
+    rc, _, err = record(capsys, "../above.py:build_conv", "--steps", "1", *CPU, "-o", "r.jsonl", cwd=tmp_path / "sub")
+    assert rc == 0, err
+    files = {op["file"] for op in read(tmp_path / "sub" / "r.jsonl")["ops"] if op["file"] and op["file"].endswith("above.py")}
+    assert files == {"../above.py"}  # (the optimizer's ops are the test's: its frame calls main())
+
+
 def test_random_ops_carry_the_generator_state(capsys, tmp_path, monkeypatch):
     path = tmp_path / "drop.jsonl"
     monkeypatch.setenv("OPSCAN_TEST_EXTRA_DRAW", "1")

@@ -123,6 +123,39 @@ def test_github(capsys):
     assert all(line.startswith("::error file=put_model.py,line=8,") for line in lines)
 
 
+def test_a_target_above_the_working_directory_is_shown_relative_to_it(capsys, tmp_path):
+    """From a subfolder, `../put_model.py:build` printed `/abs/sub/../put_model.py` (in SARIF's uri and GitHub's file= too); lint prints `../`."""
+    # Another name: the folder stays on sys.path, and a put_model there would shadow the fixture's module target.
+    (tmp_path / "above.py").write_bytes((ROOT / "tests" / "fixtures" / "scan" / "put_model.py").read_bytes())
+    (tmp_path / "sub").mkdir()
+    shown = {}
+    for fmt in ("text", "sarif", "github", "json"):
+        rc, out, err = scan(capsys, "../above.py:build", "--device", "cpu", "--output-format", fmt, cwd=tmp_path / "sub")
+        assert rc == 1, err
+        shown[fmt] = out
+    rows = [line for line in shown["text"].splitlines() if ": DET100 " in line]
+    assert len(rows) == 2 and all(row.startswith("../above.py:8:1: DET100 ") for row in rows)
+    assert "of the forward op at ../above.py:8 in head" in shown["text"]
+    uris = [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in json.loads(shown["sarif"])["runs"][0]["results"]]
+    assert uris == ["../above.py"] * 2
+    assert all(line.startswith("::error file=../above.py,line=8,") for line in shown["github"].splitlines())
+    assert {f["file"] for f in json.loads(shown["json"])["findings"]} == {"../above.py"}
+    assert str(tmp_path) not in "".join(shown.values())
+
+
+def test_a_file_of_an_installed_package_stays_absolute():
+    """Above the working directory, but torch's or the standard library's: `../../..` up to it would hide where it is."""
+    import os
+
+    import torch
+
+    from opscan.trace.sourcemap import display_path
+
+    for path in (torch.__file__, json.__file__):
+        assert display_path(path) == os.path.abspath(path) or not os.path.relpath(path).startswith("..")
+    assert display_path("<string>") == "<string>"
+
+
 def test_output_file_is_written_whole_and_stdout_stays_empty(capsys, tmp_path):
     target = tmp_path / "report.json"
     rc, out, _err = scan(capsys, TARGET, "--device", "cpu", "--output-format", "json", "-o", str(target))

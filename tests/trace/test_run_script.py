@@ -95,6 +95,29 @@ def test_script_exiting_nonzero_is_an_error(capsys):
 
 
 @needs_torch
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [('"bye"', "exited with status 1 after 0 optimizer step(s): bye"), ("True", "exited with status 1 after 0 optimizer step(s)\n"),
+     ('""', "exited with status 1 after 0 optimizer step(s)\n")],
+    ids=["a message", "True", "an empty message"],
+)  # fmt: skip
+def test_script_exiting_with_a_message_is_status_1_and_says_it(capsys, tmp_path, code, said):
+    """sys.exit("bye") prints bye and exits 1, as Python does; it was reported as "exited with status bye"."""
+    (tmp_path / "t.py").write_text(f"import sys\nimport torch\n\nsys.exit({code})\n")
+    rc, out, err = scan(capsys, *CPU, "--run", "t.py", cwd=tmp_path)
+    assert rc == 2
+    assert f"error: t.py {said}" in out and "Traceback" not in out + err
+
+
+@needs_torch
+def test_a_model_target_exiting_with_a_message_says_status_1_and_the_message(capsys, tmp_path):
+    (tmp_path / "m.py").write_text("import sys\n\n\ndef build():\n    sys.exit('no data')\n")
+    rc, out, _err = scan(capsys, *CPU, "m.py:build", cwd=tmp_path)
+    assert rc == 2
+    assert "error: m.py:build exited with status 1 (sys.exit) instead of returning: no data" in out
+
+
+@needs_torch
 def test_script_raising_shows_its_own_traceback(capsys):
     rc, out, err = scan(capsys, *CPU, "--run", "train_raises.py")
     assert rc == 2

@@ -59,6 +59,10 @@ def test_several_targets_each_name_their_findings(capsys):
         pytest.param("targets_misc.py:vector_loss", "the loss function must return a one-element tensor", marks=needs_torch),
         pytest.param("no_such_module_xyz:build", "cannot import 'no_such_module_xyz'", marks=needs_torch),
         ("put_model.py", "is not a target"),
+        # importlib raised TypeError ("the 'package' argument is required"), shown with its traceback.
+        (".:build", "'.:build': '.' is not a module name; use FILE.py:CALLABLE for a file, or a dotted module name"),
+        ("..:build", "'..:build': '..' is not a module name; use FILE.py:CALLABLE"),
+        ("a-b:build", "'a-b' is not a module name"),
         pytest.param("torchvision:not_a_model", "torchvision has no model 'not_a_model'", marks=needs_torch),
         pytest.param("torchvision:fasterrcnn_resnet50_fpn", "detection models need targets", marks=needs_torch),
         ("torchvision:", "name a model after 'torchvision:'"),
@@ -93,6 +97,16 @@ def test_user_code_raising_while_building_shows_its_traceback(capsys):
     assert 'targets_misc.py", line 24, in raises' in out
     assert "opscan/trace" not in out.replace("\\", "/")  # only the user's frames
     assert out.count("ValueError: cannot build this model") == 2  # the message, and the traceback's last line
+
+
+@needs_torch
+def test_a_module_name_importlib_cannot_take_is_refused_by_the_loader_too():
+    """load_target, as the Python API calls it, says what parse_target says rather than importlib's TypeError."""
+    from opscan.trace.spec import TargetError
+    from opscan.trace.targets import load_target
+
+    with pytest.raises(TargetError, match=r"'\.' is not a module name"):
+        load_target(".:build")
 
 
 def _scan_source(capsys, tmp_path, name: str, source: str) -> tuple[int, str, str]:
