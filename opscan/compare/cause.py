@@ -383,7 +383,7 @@ class Walker:
                 a,
                 a,
                 b,
-                f"`{a.op}` ({where}) gives outputs of another shape from bitwise-equal inputs "
+                f"`{a.op}` ({where}) gives outputs of another shape from inputs whose fingerprints match "
                 f"({_shape_text(shapes[0])} in a, {_shape_text(shapes[1])} in b): it is called with other arguments "
                 f"(a size, a dim), so {self._apart()} here, not the kernel",
                 help="The two records are of different code. If the change should keep the maths, look at what sets this op's arguments.",
@@ -411,7 +411,7 @@ class Walker:
                 a,
                 b,
                 f"The environments differ ({', '.join(self.env_diffs)}) and the numbers part from the start: "
-                f"`{a.op}` gave different outputs from bitwise-equal inputs ({where}){_size_text(a, b)}",
+                f"`{a.op}` gave different outputs from inputs whose fingerprints match ({where}){_size_text(a, b)}",
                 help="Compare runs from the same environment: make the fields in env_diff equal "
                 "(the same torch, CUDA, cuDNN and driver, the same flags) and compare again.",
             )
@@ -441,7 +441,7 @@ class Walker:
             a,
             a,
             b,
-            f"`{a.op}` gave different outputs from bitwise-equal inputs ({where}): kernel nondeterminism{_size_text(a, b)}{also}",
+            f"`{a.op}` gave different outputs from inputs whose fingerprints match ({where}): kernel nondeterminism{_size_text(a, b)}{also}",
             help=help_text,
             help_code=help_code,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 
 KERNEL_RULE = parse_doc(
-    """DET200 kernel-nondeterminism: An op gave different outputs from bitwise-equal inputs in the two runs.
+    """DET200 kernel-nondeterminism: An op gave different outputs from inputs whose fingerprints match in the two runs.
 
 ## What it does
 Reported by `opscan compare` (and `opscan diff`) for every op whose inputs
@@ -20,6 +20,11 @@ runs part: every op after it that reads its output differs too, and those
 are not reported. The finding gives the op, its `nn.Module`, the line of
 your code that ran it (for a backward op, the forward line that made its
 autograd node), the step and phase, and how far its output norms are apart.
+
+Fingerprints do not see order, so "inputs whose fingerprints match" may be the
+same values in another order. Where both runs are on the CPU, whose kernels
+give the same bits for the same inputs, that is what it is taken for: DET202,
+data, not this.
 
 ## Why is this bad?
 The kernel reduces in an order that depends on thread scheduling (atomic

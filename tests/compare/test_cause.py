@@ -258,7 +258,7 @@ def test_the_same_code_ran_with_other_arguments():
     w.add(step(*a), step(*b))
     cause = w.result().primary
     assert cause.code == "DET203" and cause.message.startswith(
-        "`aten.expand.default` (step 0, forward, module `m`) gives outputs of another shape from bitwise-equal inputs "
+        "`aten.expand.default` (step 0, forward, module `m`) gives outputs of another shape from inputs whose fingerprints match "
         "([4, 4] in a, [2, 2] in b): it is called with other arguments (a size, a dim), so the runs took other paths "
         "here, not the kernel; "
     ), cause.message
