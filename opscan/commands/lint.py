@@ -583,6 +583,7 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
     from opscan.lint.context import torch_free
     from opscan.lint.modelled import MODELS
     from opscan.lint.relevance import LIBRARIES
+    from opscan.lint.target import PackageVersions, normalize_name
 
     known = LIBRARIES | {name.partition(".")[0] for name in MODELS}
     root = os.path.realpath(cfg.root)
@@ -600,6 +601,8 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
             # and an installed namespace portion may hold the module; the project's own folder (on
             # sys.path as the working directory) does not count.
             continue
+        if "." not in name and PackageVersions(normalize_name(package), installed=False).declared_for(path):
+            continue  # a dependency the project declares (requirements, pyproject, a lock): a library not installed here
         hint = _folder_holding(cfg, name)
         where = f"{engine.display_path(path)}:{loc.line}"
         line = f"  {name} (imported at {where})"

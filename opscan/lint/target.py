@@ -1089,6 +1089,10 @@ class PackageVersions(_Walk):
         super().__init__(_VersionsReader(name, self.warnings, read), read, set() if listed is None else listed, stop_at)
         self.installed = installed and os.environ.get(installed_env(name), "") in ("", "0")
 
+    def declared_for(self, path: Path | str) -> bool:
+        """Whether the project of the file `path` declares the package (a requirement or lock file names it)."""
+        return self._folder(os.path.dirname(os.path.abspath(path))) is not None
+
     def for_file(self, path: Path | str) -> Versions:
         found = self._folder(os.path.dirname(os.path.abspath(path)))
         return self._note(path, found if found is not None else (self.fallback(), ""))

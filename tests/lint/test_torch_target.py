@@ -547,6 +547,18 @@ def test_verbose_does_not_list_libraries(tmp_path, capsys):
     assert listed == ["opscan:   some_installed_or_not_pkg (imported at train.py:3)"]
 
 
+def test_verbose_does_not_list_what_the_project_declares(tmp_path, capsys):
+    # Not installed here, but a requirement of the project (any spelling of the name): a library, no project module.
+    _write(tmp_path, {
+        "requirements.txt": "torch>=2.4\nSome.Declared_Pkg==1.0\n",
+        "pyproject.toml": '[project]\nname = "p"\ndependencies = ["another-declared>=2"]\n',
+        "train.py": "import some_declared_pkg\nimport another_declared\nimport not_declared_anywhere\n" + ENABLES,
+    })  # fmt: skip
+    rc, out, err = _lint(tmp_path, capsys, "-v", "train.py")
+    listed = [line for line in err.splitlines() if line.startswith("opscan:   ")]
+    assert listed == ["opscan:   not_declared_anywhere (imported at train.py:3)"]
+
+
 def test_show_settings(tmp_path, capsys):
     _write(tmp_path, {
         "pyproject.toml": '[tool.opscan.lint]\nignore = ["DET009"]\nextend-exclude = ["generated"]\n',
