@@ -45,6 +45,11 @@ def _under(path: str, folders: tuple[str, ...]) -> bool:
     return any(path == f or path.startswith(f + os.sep) for f in folders)
 
 
+def _installed(path: str) -> bool:
+    """Whether a file lies in an installed package's folder (site-packages, dist-packages)."""
+    return any(part in _INSTALLED for part in path.split(os.sep))
+
+
 def _not_project(folders: tuple[str, ...]) -> tuple[str, ...]:
     """Folders inside the project's whose files are Python's or opscan's: a virtual environment in the project, a
     conda install in the home folder a script runs from. A prefix that holds the project (a system Python's /usr
@@ -67,10 +72,10 @@ def project_files(target: str | None, cwd: str, modules=None) -> list[str]:
     outside = _not_project(folders)
     for module in list(modules.values()):
         name = getattr(module, "__file__", None)
-        if not isinstance(name, str) or not name.endswith(".py"):
-            continue
+        if not isinstance(name, str) or not name.endswith(".py") or _installed(name):
+            continue  # the installed test first, on the name as loaded: realpath is most of this loop's time
         path = os.path.realpath(name)
-        if _under(path, folders) and not _under(path, outside) and not any(part in _INSTALLED for part in path.split(os.sep)):
+        if _under(path, folders) and not _under(path, outside) and not _installed(path):
             files.add(path)
     return sorted(files)
 
