@@ -229,8 +229,7 @@ def _sources_of(target, paths: list[str]) -> set[str]:
 
     Their keys are relative to the target's folder, or to the working directory the child ran in (this one).
     """
-    import json
-
+    from opscan.compare.reader import Record, RecordError
     from opscan.trace.sources import target_file
 
     named = target_file(target.spec, target.kind)
@@ -238,13 +237,11 @@ def _sources_of(target, paths: list[str]) -> set[str]:
     out: set[str] = set()
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
-                header = json.loads(f.readline())
-        except (OSError, ValueError):
+            record = Record(path)  # the header alone is read
+        except RecordError:  # not written, or unreadable: the comparison says so
             continue
-        sources = header.get("sources") if isinstance(header, dict) else None
-        if isinstance(sources, dict):
-            out.update(os.path.normpath(os.path.join(base, key)) for key in sources if isinstance(key, str))
+        record.close()
+        out.update(os.path.normpath(os.path.join(base, key)) for key in record.header.sources or ())
     return out
 
 

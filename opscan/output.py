@@ -97,13 +97,17 @@ def check_output_path(path: str | None) -> str | None:
     return None
 
 
-def overwrites_input(output_file: str | None, inputs, shown: str | None = None) -> str | None:
+def overwrites_input(
+    output_file: str | None, inputs, shown: str | None = None, what: str = "an input of this run", after: str = ""
+) -> str | None:
     """Why -o names a file the run reads (its script, a record, a linted file), or None.
 
     Refused before any work: the report would replace the input it was made from. The same file
     is the same device and inode (a link, another spelling); an -o that does not exist yet is no
     input. Only a regular file counts: -o /dev/null beside an input /dev/null replaces nothing.
-    `shown`: -o as the user spelled it, where `output_file` has been made absolute.
+    `shown`: -o as the user spelled it, where `output_file` has been made absolute. `what` the
+    inputs are, and `after` the run (", so it was not written"), for the files known only as it
+    goes: the modules a lint read or a run loaded.
     """
     import os
 
@@ -115,7 +119,7 @@ def overwrites_input(output_file: str | None, inputs, shown: str | None = None) 
     if path is None:
         return None
     same = os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(output_file))
-    return f"-o {shown or output_file} is {'an input' if same else f'{path}, an input'} of this run: the report would overwrite it; give -o another file"
+    return f"-o {shown or output_file} is {what if same else f'{path}, {what}'}: the report would overwrite it{after}; give -o another file"
 
 
 def withhold(report: Report, output_file: str | None) -> str | None:

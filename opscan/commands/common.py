@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from opscan.output import FORMATS, check_output_path
+from opscan.output import FORMATS, check_output_path, overwrites_input
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -35,8 +35,6 @@ def output_problem(args: argparse.Namespace) -> str | None:
 
 def input_problem(args: argparse.Namespace, inputs) -> str | None:
     """Why -o names one of the files this run reads (`inputs`, and --config's file), or None: refused before any work."""
-    from opscan.output import overwrites_input
-
     inputs = [*inputs, getattr(args, "config", None)]
     return overwrites_input(args.output_file, inputs, shown=getattr(args, "output_named", None))
 
@@ -54,24 +52,21 @@ def loaded_problem(args: argparse.Namespace, targets, cwd: str) -> str | None:
     """
     if args.output_file in (None, "-") or not os.path.isfile(args.output_file):  # a new file replaces nothing
         return None
-    from opscan.fsutil import same_file
     from opscan.trace.sources import project_files, target_file
 
     files: set[str] = set()
     for target in targets:
         named = target_file(target.spec, target.kind)
         files.update(project_files(os.path.realpath(named) if named else None, cwd))
-    return loaded_message(args, same_file(args.output_file, sorted(files)))
+    return loaded_message(args, files)
 
 
-def loaded_message(args: argparse.Namespace, loaded: str | None) -> str | None:
-    """The error for -o naming `loaded`, a project module the run loaded (None: no such module)."""
-    if loaded is None:
-        return None
-    shown = getattr(args, "output_named", None) or args.output_file
-    same = os.path.normpath(os.path.abspath(loaded)) == os.path.normpath(args.output_file)
-    what = "" if same else f"{os.path.relpath(loaded)}, "
-    return f"-o {shown} is {what}a project module the run loaded: the report would overwrite it, so it was not written; give -o another file"
+def loaded_message(args: argparse.Namespace, loaded) -> str | None:
+    """The error for -o naming one of `loaded`, the project modules the run loaded (real paths), or None."""
+    return overwrites_input(
+        args.output_file, [os.path.relpath(f) for f in sorted(loaded)], shown=getattr(args, "output_named", None),
+        what="a project module the run loaded", after=", so it was not written",
+    )  # fmt: skip
 
 
 def device_problem(exc: Exception, flag: str | None, settings) -> str:

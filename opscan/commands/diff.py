@@ -95,10 +95,7 @@ def run(args: argparse.Namespace) -> int:
         fingerprint=args.fingerprint, engine=args.engine, same_process=args.same_process, keep=args.keep, nproc=args.nproc_per_node,
         loaded=loaded,
     )  # fmt: skip
-    if args.output_file not in (None, "-"):  # a module the runs imported, known only now
-        from opscan.fsutil import same_file
-
-        problem = loaded_message(args, same_file(args.output_file, sorted(loaded)))
-        if problem:
-            return error(problem)
+    problem = loaded_message(args, loaded)  # a module the runs imported, known only now
+    if problem:
+        return error(problem)
     return emit(report, args)

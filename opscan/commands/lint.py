@@ -444,16 +444,10 @@ def _output_was_read(output_file: str | None, read: set[str] | None) -> str | No
     """Why -o names a file the lint read (a module a linted script imports), or None: said before anything is written."""
     if read is None or not _existing_file(output_file):
         return None
-    from opscan.fsutil import same_file
-
-    path = same_file(output_file, sorted(read))
-    if path is None:
-        return None
     from opscan.lint import engine
+    from opscan.output import overwrites_input
 
-    shown = engine.display_path(path)
-    what = "" if os.path.normpath(shown) == os.path.normpath(output_file) else f"{shown}, "
-    return f"-o {output_file} is {what}a file this lint read: the report would overwrite it; give -o another file"
+    return overwrites_input(output_file, [engine.display_path(p) for p in sorted(read)], what="a file this lint read")
 
 
 def _unlintable(path: str, cfg, force_exclude: bool) -> str | None:

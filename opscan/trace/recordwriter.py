@@ -249,8 +249,9 @@ class RecordFile:
         # link (/dev/stdout) whatever it leads to: /dev/stdout.partial renamed onto /dev/stdout,
         # with stdout a file, replaced the machine's /dev/stdout. It is appended to, as the
         # shell's `>>` asks; its `>` has emptied it already.
-        through = stream or _is_special(path)
-        self.partial = path if through else path + ".partial"
+        partial = partial_path(path)
+        through = partial is None
+        self.partial = path if through else partial
         self._file = open(self.partial, "a" if through else "w", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed by commit/abandon
         self.bytes = 0
         if not through:

@@ -33,6 +33,7 @@ from torch import nn
 from torch.autograd.function import FunctionCtx
 
 from opscan._launcher import is_launcher
+from opscan.trace.sources import in_installed_package
 
 # Both exist from torch 2.1 on; checked in 2.11 and 2.14. Without them backward
 # ops are still found, only without their forward line.
@@ -243,7 +244,7 @@ def display_path(filename: str | None) -> str | None:
 def _installed(filename: str) -> bool:
     """Whether `filename` is Python's own, torch's, opscan's or an installed package's (site-packages, dist-packages)."""
     path = _norm(filename)
-    if any(part in ("site-packages", "dist-packages") for part in path.split(os.sep)):
+    if in_installed_package(path):
         return True
     packages, stdlib = _internal_roots()
     return path.startswith(packages) or path.startswith(stdlib)

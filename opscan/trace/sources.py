@@ -22,7 +22,7 @@ import sys
 
 from opscan._hash import digest
 
-__all__ = ["project_files", "project_sources", "target_file"]
+__all__ = ["in_installed_package", "project_files", "project_sources", "target_file"]
 
 _INSTALLED = ("site-packages", "dist-packages")
 _OPSCAN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # opscan's own package: never the user's code
@@ -45,7 +45,7 @@ def _under(path: str, folders: tuple[str, ...]) -> bool:
     return any(path == f or path.startswith(f + os.sep) for f in folders)
 
 
-def _installed(path: str) -> bool:
+def in_installed_package(path: str) -> bool:
     """Whether a file lies in an installed package's folder (site-packages, dist-packages)."""
     return any(part in _INSTALLED for part in path.split(os.sep))
 
@@ -72,10 +72,10 @@ def project_files(target: str | None, cwd: str, modules=None) -> list[str]:
     outside = _not_project(folders)
     for module in list(modules.values()):
         name = getattr(module, "__file__", None)
-        if not isinstance(name, str) or not name.endswith(".py") or _installed(name):
+        if not isinstance(name, str) or not name.endswith(".py") or in_installed_package(name):
             continue  # the installed test first, on the name as loaded: realpath is most of this loop's time
         path = os.path.realpath(name)
-        if _under(path, folders) and not _under(path, outside) and not _installed(path):
+        if _under(path, folders) and not _under(path, outside) and not in_installed_package(path):
             files.add(path)
     return sorted(files)
 
