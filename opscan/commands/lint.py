@@ -356,6 +356,8 @@ def _run(args: argparse.Namespace) -> int:
             report = remaining
         else:
             report.notices += outcome.notices
+        if not args.diff:
+            outcome.withdraw_fixes(report)  # what --fix has just left alone is not "[*] fixable with --fix"
         report.errors += outcome.errors  # the other files are fixed; these stopped part of the run (exit 2)
 
     from opscan.output import render, withhold, write

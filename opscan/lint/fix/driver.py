@@ -62,10 +62,22 @@ class FixOutcome:
     unsafe_available: int = 0
     # The fixed bytes of each file changed, by real path (what `opscan lint - --fix` prints).
     sources: dict[str, bytes] = field(default_factory=dict)
+    # Real paths of the files whose fixes were not applied: left alone (too deep, libcst trouble,
+    # changed on disk) or not written (an I/O error).
+    unapplied: set[str] = field(default_factory=set)
 
     @property
     def count(self) -> int:
         return len(self.fixed)
+
+    def withdraw_fixes(self, report: Report) -> None:
+        """Drop the fixes of `report`'s findings in the files whose fixes were not applied.
+
+        After --fix, `[*]`, "N fixable with the `--fix` option", the hidden-fix hint, --statistics'
+        mark and JSON's `fixable` would otherwise offer what --fix has just failed to do.
+        """
+        if self.unapplied:
+            report.findings = [f.replace(fix=None) if f.fix is not None and _file_key(f) in self.unapplied else f for f in report.findings]
 
     def summary_lines(self) -> list[str]:
         """What was fixed, per file and code, as ruff's --show-fixes prints it."""
@@ -185,8 +197,10 @@ def apply(
             break
         report = relint({k: s.current_bytes for k, s in files.items() if s.current != s.text and k not in refused})
 
-    if not unsafe:  # in what the last round saw: fixing can make an unsafe fix safe
-        outcome.unsafe_available = sum(1 for f in report.findings if f.fix is not None and f.fix.applicability != "safe")
+    if not unsafe:  # in what the last round saw: fixing can make an unsafe fix safe; not in a file left alone
+        outcome.unsafe_available = sum(
+            1 for f in report.findings if f.fix is not None and f.fix.applicability != "safe" and _file_key(f) not in refused
+        )
     diffs = []
     for key, state in sorted(files.items(), key=lambda kv: kv[1].display):
         if key in refused or state.current == state.text:
@@ -197,13 +211,16 @@ def apply(
                 atomic_write_bytes(state.path, state.current_bytes, expect=state.original)
             except ChangedOnDiskError:
                 outcome.notices.append(f"warning: not fixed: {state.display} changed on disk since it was read")
+                outcome.unapplied.add(key)
                 continue
             except OSError as exc:
                 outcome.errors.append(Problem(f"cannot write {state.display}: {exc.strerror or exc}; its fixes were not applied", state.display))
+                outcome.unapplied.add(key)
                 continue
         diffs.append(unified_diff(state.text, state.current, state.display))
         outcome.fixed.extend(AppliedFix(state.display, f.code, f) for f in state.applied)
     outcome.diff = "".join(diffs)
+    outcome.unapplied |= refused
     return outcome
 
 

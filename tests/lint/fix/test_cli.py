@@ -288,6 +288,7 @@ def test_read_only_file_is_an_error_and_the_others_are_fixed(tmp_path, monkeypat
     assert run.err == "opscan: error: cannot write locked.py: Permission denied; its fixes were not applied\n"
     assert locked.read_bytes() == before and (tmp_path / "train.py").read_bytes() == expected(SEEDS_ONLY)
     assert {f["path"] for f in json.loads(run.out)} == {"locked.py"}  # its findings remain
+    assert not any(f["fixable"] for f in json.loads(run.out))  # --fix could not apply them
 
 
 def test_byte_order_mark_is_kept(tmp_path):
@@ -318,14 +319,47 @@ def test_long_expression_chain_is_fixed(tmp_path):
     assert sys.getrecursionlimit() == limit  # no global state left changed
 
 
+TOO_DEEP = "x = " + "+".join(["1"] * 1500) + "\n"  # 1502 levels: more than the fixer rewrites
+
+
 def test_too_deep_file_is_left_alone(tmp_path):
     path = tmp_path / "train.py"
-    source = "import torch\ntorch.manual_seed(0)\nx = " + "+".join(["1"] * 1500) + "\n"
+    source = "import torch\ntorch.manual_seed(0)\n" + TOO_DEEP
     path.write_text(source)
     run = opscan(tmp_path, "lint", "--fix", "--no-cache", "train.py")
     assert path.read_text() == source
     assert "warning: not fixed: train.py: nested 1502 levels deep" in run.err and "Traceback" not in run.err
     assert run.rc == 1
+    # --fix has just left it alone: its finding is not offered as "[*] fixable with --fix" (it was)
+    assert "train.py:2:1: DET001 Seeds" in run.out and "[*]" not in run.out and "fixable" not in run.out
+
+
+def test_fix_counts_only_the_fixes_it_applied(tmp_path):
+    """Fixed, fixable and the hidden-fix hint count what --fix did and can do, not a file it left alone."""
+    put(tmp_path, SEEDS_ONLY)
+    deep = put(tmp_path, SEEDS_ONLY.read_text() + TOO_DEEP, "deep.py")
+    before = deep.read_bytes()
+    run = opscan(tmp_path, "lint", "--fix", "--show-fixes", "--no-cache", "train.py", "deep.py")
+    assert run.rc == 1 and deep.read_bytes() == before
+    fixed, remaining = run.out.split("Fixed ")[1], run.out.split("\nFixed ")[0]
+    assert fixed.startswith("2 errors:\n- train.py:\n") and "deep.py" not in fixed  # DET001 and DET002
+    assert remaining.count(": DET") == 2 and remaining.count("deep.py:") == 2
+    assert "[*]" not in run.out and "fixable" not in run.out
+    deep.write_bytes(before)
+    run = opscan(tmp_path, "lint", "--fix", "--no-cache", "--statistics", "deep.py")
+    assert "DET001\t    seed-without-determinism" in run.out
+    run = opscan(tmp_path, "lint", "--fix", "--no-cache", "--output-format", "json", "deep.py")
+    assert [(f["code"], f["fixable"], f["fix"]) for f in json.loads(run.out)] == [("DET001", False, None), ("DET002", False, None)]
+
+
+def test_fix_withdraws_the_unsafe_fixes_of_a_file_it_left_alone(tmp_path):
+    source = WARN_ONLY.read_text().replace(":4096:8", ":4096:2") + TOO_DEEP  # DET003 (safe), DET006 twice (unsafe)
+    put(tmp_path, source)
+    run = opscan(tmp_path, "lint", "--fix", "--no-cache", "--torch-version", "2.5", "train.py")
+    assert run.rc == 1 and run.out.count(": DET") == 3
+    assert "[*]" not in run.out and "hidden fix" not in run.out
+    run = opscan(tmp_path, "lint", "--diff", "--no-cache", "--torch-version", "2.5", "train.py")
+    assert "No errors would be fixed.\n" in run.err  # not "(2 fixes available with `--unsafe-fixes`)"
 
 
 def test_plain_lint_does_not_import_libcst(tmp_path):
