@@ -66,8 +66,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
         except FileNotFoundError:
             pass
         raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(target.parent or ".", os.O_RDONLY)
+    _sync_folder(target.parent or ".")  # make the rename itself durable
+
+
+def _sync_folder(folder: str | os.PathLike) -> None:
+    """fsync a folder, so that a rename or link in it survives a crash; where that cannot be done, nothing."""
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return
     try:
@@ -76,6 +81,42 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, expect: bytes | 
         pass
     finally:
         os.close(dir_fd)
+
+
+def atomic_create_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Create `path` holding `data`, whole or not at all, and never over a file there: FileExistsError.
+
+    Written to a temporary file in the same folder and fsync'ed, then hard-linked to `path`,
+    which fails where anything is there already (a rename would replace it). A file system
+    without hard links gets a check and a rename instead, which a file made in between could lose.
+    """
+    import errno
+
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".opscan-tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # a new file's bits, not mkstemp's 0600
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV):
+                raise
+            if os.path.lexists(path):
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path) from None
+            os.rename(tmp, path)
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    _sync_folder(folder)
 
 
 def is_descriptor_link(path: str | os.PathLike) -> bool:

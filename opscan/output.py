@@ -58,11 +58,15 @@ def write(text: str, output_file: str | None) -> None:
         return
     from opscan.fsutil import atomic_write_bytes
 
+    atomic_write_bytes(output_file, file_bytes(text))
+
+
+def file_bytes(text: str) -> bytes:
+    """A rendered report as a file holds it: UTF-8, with a file name's own bytes as the OS gave them."""
     try:
-        data = text.encode("utf-8", "surrogateescape")  # a file name's own bytes, as the OS gave them
+        return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
-        data = text.encode("utf-8", "backslashreplace")
-    atomic_write_bytes(output_file, data)
+        return text.encode("utf-8", "backslashreplace")
 
 
 def check_output_path(path: str | None) -> str | None:
@@ -98,7 +102,8 @@ def check_output_path(path: str | None) -> str | None:
 
 
 def overwrites_input(
-    output_file: str | None, inputs, shown: str | None = None, what: str = "an input of this run", after: str = ""
+    output_file: str | None, inputs, shown: str | None = None, what: str = "an input of this run", after: str = "",
+    then: str | None = "give -o another file",
 ) -> str | None:
     """Why -o names a file the run reads (its script, a record, a linted file), or None.
 
@@ -107,7 +112,8 @@ def overwrites_input(
     input. Only a regular file counts: -o /dev/null beside an input /dev/null replaces nothing.
     `shown`: -o as the user spelled it, where `output_file` has been made absolute. `what` the
     inputs are, and `after` the run (", so it was not written"), for the files known only as it
-    goes: the modules a lint read or a run loaded.
+    goes: the modules a lint read or a run loaded. `then`: what to do, closing the message (None:
+    the caller closes it, saying where the report went instead).
     """
     import os
 
@@ -119,7 +125,8 @@ def overwrites_input(
     if path is None:
         return None
     same = os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(output_file))
-    return f"-o {shown or output_file} is {what if same else f'{path}, {what}'}: the report would overwrite it{after}; give -o another file"
+    message = f"-o {shown or output_file} is {what if same else f'{path}, {what}'}: the report would overwrite it{after}"
+    return message if then is None else f"{message}; {then}"
 
 
 def withhold(report: Report, output_file: str | None) -> str | None:

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from opscan.fsutil import atomic_write_bytes
+from opscan.fsutil import atomic_create_bytes, atomic_write_bytes
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
 
@@ -125,3 +125,43 @@ def test_a_file_this_process_may_not_write_is_refused(tmp_path, monkeypatch):
         atomic_write_bytes(path, b"new")
     assert refused.value.strerror == "Permission denied" and refused.value.filename == str(path)
     assert path.read_bytes() == b"keep" and sorted(p.name for p in tmp_path.iterdir()) == ["report.txt"]
+
+
+def test_create_makes_a_whole_new_file_with_the_usual_bits(tmp_path):
+    old = os.umask(0o027)
+    try:
+        atomic_create_bytes(tmp_path / "report.txt.partial", b"report\n")
+    finally:
+        os.umask(old)
+    path = tmp_path / "report.txt.partial"
+    assert path.read_bytes() == b"report\n" and stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt.partial"]  # no temporary file left
+
+
+@pytest.mark.parametrize("there", ["file", "dangling link"])
+def test_create_never_replaces_what_is_there(tmp_path, there):
+    path = tmp_path / "report.txt.partial"
+    if there == "file":
+        path.write_bytes(b"the user's")
+    else:
+        path.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FileExistsError):
+        atomic_create_bytes(path, b"report\n")
+    assert os.path.lexists(path) and not (tmp_path / "nowhere").exists()
+    assert there != "file" or path.read_bytes() == b"the user's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.txt.partial"]
+
+
+def test_create_without_hard_links_still_refuses_a_file_there(tmp_path, monkeypatch):
+    """A file system without hard links (EPERM from link): a check, then a rename."""
+    import errno
+
+    def no_links(*_args, **_kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    atomic_create_bytes(tmp_path / "a", b"new")
+    assert (tmp_path / "a").read_bytes() == b"new"
+    with pytest.raises(FileExistsError):
+        atomic_create_bytes(tmp_path / "a", b"newer")
+    assert (tmp_path / "a").read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["a"]

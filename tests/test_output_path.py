@@ -3,6 +3,7 @@ never overwritten, nor a read-only file; a run that is all error leaves FILE as 
 
 from __future__ import annotations
 
+import json
 import stat
 import subprocess
 import sys
@@ -166,19 +167,63 @@ def test_lint_writes_over_a_py_file_it_does_not_lint(inputs):
 # A script that trains through a helper module of its own: the run (and lint) load helper.py, never named on the line.
 HELPER = "import torch\n\n\ndef make():\n    torch.manual_seed(0)\n    model = torch.nn.Linear(4, 2)\n    return model, torch.optim.SGD(model.parameters(), lr=0.1)\n"
 TRAINS = "import torch\nfrom helper import make\n\nmodel, opt = make()\nfor _ in range(2):\n    opt.zero_grad()\n    model(torch.ones(2, 4)).sum().backward()\n    opt.step()\n"
-LOADED = "a project module the run loaded: the report would overwrite it, so it was not written; give -o another file"
+LOADED = "a project module the run loaded: the report would overwrite it, so it was not written"
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    ("command", "output", "message"),
+    [
+        (("scan", "--device", "cpu", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}"),
+        (("scan", "--device", "cpu", "--output-format", "sarif", "--run", "t.py"), "alias.py", f"-o alias.py is helper.py, {LOADED}"),
+        (("diff", "--device", "cpu", "--steps", "1", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}"),
+        (("diff", "--device", "cpu", "--steps", "1", "--same-process", "--output-format", "json", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else v if v.endswith(".py") else "",
+)
+def test_a_report_over_a_module_the_run_imported_is_kept_in_its_partial_file(tmp_path, command, output, message):
+    """-o naming a module the script imports (not named on the command line): the report replaced the user's code, then was
+    refused and lost with the whole run; it is kept whole in FILE.partial, as `record` keeps its record, and the error says so."""
+    (tmp_path / "helper.py").write_text(HELPER)
+    (tmp_path / "t.py").write_text(TRAINS)
+    (tmp_path / "alias.py").symlink_to("helper.py")
+    proc = _opscan([command[0], "-o", output, *command[1:]], tmp_path)
+    kept = f"{output}.partial"
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"opscan: error: {message}; the whole report is in {kept}: move it where you want it"
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "helper.py").read_text() == HELPER and (tmp_path / "t.py").read_text() == TRAINS
+    assert (tmp_path / "alias.py").is_symlink()
+    names = sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__")
+    assert names == sorted(["alias.py", "helper.py", "t.py", kept])  # no temporary file left
+    report = (tmp_path / kept).read_text()
+    fmt = command[command.index("--output-format") + 1] if "--output-format" in command else "text"
+    if fmt == "json":  # whole, in the format asked
+        assert json.loads(report)["command"] == command[0]
+    elif fmt == "sarif":
+        assert json.loads(report)["runs"][0]["tool"]["driver"]["name"] == "opscan"
+    else:
+        assert report.startswith({"scan": "torch=", "diff": "processes=two fresh steps=1\n"}[command[0]]), report
+
+
+@needs_torch
+def test_a_report_whose_partial_file_is_there_goes_to_stdout(tmp_path):
+    """FILE.partial is the user's (an earlier record cut short, say): never replaced; the report goes where it goes without -o."""
+    (tmp_path / "helper.py").write_text(HELPER)
+    (tmp_path / "t.py").write_text(TRAINS)
+    (tmp_path / "helper.py.partial").write_text("the user's\n")
+    proc = _opscan(["scan", "-o", "helper.py", "--device", "cpu", "--output-format", "json", "--run", "t.py"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1] == (
+        f"opscan: error: -o helper.py is {LOADED}; the report is on stdout (helper.py.partial is there already)"
+    )
+    assert json.loads(proc.stdout)["command"] == "scan"
+    assert (tmp_path / "helper.py").read_text() == HELPER and (tmp_path / "helper.py.partial").read_text() == "the user's\n"
 
 
 @pytest.mark.parametrize(
     ("command", "output", "message"),
     [
-        pytest.param(("scan", "--device", "cpu", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}", marks=needs_torch),
-        pytest.param(("scan", "--device", "cpu", "--run", "t.py"), "alias.py", f"-o alias.py is helper.py, {LOADED}", marks=needs_torch),
-        pytest.param(("diff", "--device", "cpu", "--steps", "1", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}", marks=needs_torch),
-        pytest.param(
-            ("diff", "--device", "cpu", "--steps", "1", "--same-process", "--run", "t.py"), "helper.py", f"-o helper.py is {LOADED}",
-            marks=needs_torch,
-        ),
         (("lint", "--no-cache", "t.py"), "helper.py", "-o helper.py is a file this lint read: the report would overwrite it; give -o another file"),
         (("lint", "t.py"), "alias.py", "-o alias.py is helper.py, a file this lint read: the report would overwrite it; give -o another file"),
         (("lint", "--no-cache", "--fix", "t.py"), "helper.py", "-o helper.py is a file this lint read: the report would overwrite it; give -o another file"),

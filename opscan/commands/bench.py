@@ -127,7 +127,5 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples,
         input_shape=input_shape,
     )
-    problem = loaded_problem(args, [target], cwd)  # a module the run imported: known only now
-    if problem:
-        return error(problem)
-    return emit(report, args)
+    refused = loaded_problem(args, [target], cwd)  # -o is a module the run imported, known only now: kept elsewhere
+    return emit(report, args, refused)

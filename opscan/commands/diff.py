@@ -95,7 +95,5 @@ def run(args: argparse.Namespace) -> int:
         fingerprint=args.fingerprint, engine=args.engine, same_process=args.same_process, keep=args.keep, nproc=args.nproc_per_node,
         loaded=loaded,
     )  # fmt: skip
-    problem = loaded_message(args, loaded)  # a module the runs imported, known only now
-    if problem:
-        return error(problem)
-    return emit(report, args)
+    refused = loaded_message(args, loaded)  # -o is a module the runs imported, known only now: kept elsewhere
+    return emit(report, args, refused)

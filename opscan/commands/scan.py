@@ -208,15 +208,13 @@ def run(args: argparse.Namespace) -> int:
     report = scan(
         targets, device=device, steps=steps, input_shape=args.input_shape or settings.input_shape, probe=probe, rank=rank
     )  # fmt: skip
-    problem = loaded_problem(args, targets, cwd)  # a module the run imported: known only now
-    if problem:
-        return error(problem)
+    refused = loaded_problem(args, targets, cwd)  # -o is a module the run imported, known only now: kept elsewhere
     if rank is None:
-        return emit(report, args)
-    return _emit_rank(report, rank, args, started)
+        return emit(report, args, refused)
+    return _emit_rank(report, rank, args, started, refused)
 
 
-def _emit_rank(report, rank, args: argparse.Namespace, started: float) -> int:
+def _emit_rank(report, rank, args: argparse.Namespace, started: float, refused: str | None = None) -> int:
     """One rank of a torchrun launch: its own report to -o FILE.rankR, and on rank 0 the merged one where -o says.
 
     The other ranks print nothing on stdout and exit 0 once their report is
@@ -237,4 +235,4 @@ def _emit_rank(report, rank, args: argparse.Namespace, started: float) -> int:
         return error(f"rank {rank.rank}: cannot write its report: {exc.strerror or exc}")
     others, missing = ranks.gather(rank, folder, since=started - 1.0)
     ranks.clean(folder, others)
-    return emit(ranks.merge(report, rank, others, missing), args)
+    return emit(ranks.merge(report, rank, others, missing), args, refused)

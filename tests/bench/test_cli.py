@@ -92,7 +92,8 @@ def test_without_a_gpu_bench_says_it_needs_one(capsys, monkeypatch, tmp_path):
 
 
 def test_an_output_that_is_a_module_the_script_imported_is_not_written(capsys, monkeypatch, tmp_path):
-    """-o naming a module the script imports (not on the command line) was replaced by the report, as in scan.
+    """-o naming a module the script imports (not on the command line) was replaced by the report, as in scan; the
+    report is kept in helper.py.partial, as scan keeps it.
 
     The timing itself needs a GPU: here the script runs once on the CPU in its place (the loading is what counts).
     """
@@ -120,9 +121,10 @@ def test_an_output_that_is_a_module_the_script_imported_is_not_written(capsys, m
     assert (rc, out) == (2, ""), err
     assert err == (
         "opscan: error: -o helper.py is a project module the run loaded: the report would overwrite it, so it was not written; "
-        "give -o another file\n"
+        "the whole report is in helper.py.partial: move it where you want it\n"
     )
     assert (tmp_path / "helper.py").read_text() == helper
+    assert "verdict: timed" in (tmp_path / "helper.py.partial").read_text()  # the minutes of timing are not lost
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,22 @@ def test_each_rank_writes_its_report_and_rank_0_merges(tmp_path):
 
 @needs_torch
 @pytest.mark.slow
+def test_a_merged_report_over_a_module_the_run_loaded_is_kept_in_its_partial_file(tmp_path):
+    """-o names the module the launched script imports: each rank's report is written as ever, rank 0's merged one is kept
+    in FILE.partial (it was lost, on every rank) and the launch exits 2 once, from rank 0."""
+    copy_script(tmp_path)
+    (tmp_path / "launch.py").write_text("import train_ddp\n\ntrain_ddp.main()\n")
+    before = (tmp_path / "train_ddp.py").read_text()
+    proc = torchrun("scan", "--device", "cpu", "--output-format", "json", "-o", "train_ddp.py", "--max-steps", "2", "--run", "launch.py", cwd=tmp_path)
+    assert proc.returncode != 0 and proc.stdout == "", proc.stderr
+    assert (tmp_path / "train_ddp.py").read_text() == before
+    assert proc.stderr.count("the whole report is in train_ddp.py.partial: move it where you want it") == 1, proc.stderr
+    merged = json.loads((tmp_path / "train_ddp.py.partial").read_text())
+    assert merged["env"]["ranks_reported"] == [0, 1]
+
+
+@needs_torch
+@pytest.mark.slow
 def test_injected_rank_drift_runs_and_only_rank_0_prints(tmp_path):
     # Rank 1 adds noise to its gradients after the all-reduce. The scan is of ops, not of values: it still
     # finds the one DET100 on both ranks and prints one summary. Finding the drift itself needs `opscan record`.
