@@ -29,12 +29,27 @@ __all__ = ["compare_records", "RecordError"]
 _RUN_FIELDS = ("target", "argv", "kind", "steps")
 
 
+def same_target(a: Header, b: Header) -> bool:
+    """Whether two records are of one target: typed alike, or the same file (the headers' `target_file`, a real
+    path) with the same callable or the same script arguments, however each was typed (`../m.py:build`, `m.py:build`)."""
+    if (a.target, a.argv) == (b.target, b.argv):
+        return True  # two machines' records of one checkout: their real paths may differ
+    if a.target_file is None or a.target_file != b.target_file or a.kind != b.kind or a.argv != b.argv:
+        return False
+    if a.kind == "callable":
+        return (a.target or "").rpartition(":")[2] == (b.target or "").rpartition(":")[2]
+    return a.kind == "script"
+
+
 def env_differences(a: Header, b: Header) -> list[tuple[str, Any, Any]]:
-    """(field, a's value, b's value) for every header field and `env` entry that differs, in the header's order."""
+    """(field, a's value, b's value) for every header field and `env` entry that differs, in the header's order.
+
+    A target typed in two spellings of one file is no difference (same_target)."""
     rows = []
     run_a, run_b = a.run_fields(), b.run_fields()
+    same = same_target(a, b)
     for name in run_a:
-        if run_a[name] != run_b[name]:
+        if run_a[name] != run_b[name] and not (same and name == "target"):
             rows.append((name, run_a[name], run_b[name]))
     for name in [*a.env, *(k for k in b.env if k not in a.env)]:
         va, vb = a.env.get(name, ABSENT), b.env.get(name, ABSENT)
@@ -120,7 +135,7 @@ def compare_records(path_a: str, path_b: str, *, same_code: bool = False) -> Rep
         )
         return build_report(None, env_rows=[], notices=notices, errors=errors)
     env_rows = env_differences(ha, hb)
-    if ha.target != hb.target or ha.argv != hb.argv:
+    if not same_target(ha, hb):
         notices.append(
             f"warning: the records are of different targets ({path_a}: {_run_name(ha)}; {path_b}: {_run_name(hb)}); "
             "compared op by op all the same"

@@ -133,6 +133,7 @@ class Header:
     version: int
     env: dict[str, Any]
     sources: dict[str, str] | None = None  # project file -> digest (opscan/trace/sources.py); None: an older record
+    target_file: str | None = None  # the real path of the target's file; None: a model zoo's, or an older record
 
     def run_fields(self) -> dict[str, Any]:
         """The header's facts about the run, beside `env`, as compared and shown."""
@@ -306,6 +307,7 @@ class Record:
             version=version,
             env=dict(env),
             sources=dict(sources) if sources is not None else None,
+            target_file=d.get("target_file") if isinstance(d.get("target_file"), str) and d.get("target_file") else None,
         )
 
     # ------------------------------------------------------------ the body

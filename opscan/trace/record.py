@@ -67,7 +67,7 @@ from opscan.trace.sourcemap import (
     in_backward_callback,
     locate,
 )
-from opscan.trace.sources import project_files, project_sources, target_file
+from opscan.trace.sources import module_file, project_files, project_sources, target_file
 
 FORMAT, VERSION = "opscan-record", 1
 SAMPLE = 256  # elements per parameter sample
@@ -854,6 +854,9 @@ class Recorder:
             "target": self.target,
             "argv": self.argv,
             "kind": self.kind,
+            # The target as typed names one file in several spellings (../m.py:build from a subfolder): compare
+            # tells one target by its file's real path. A MODULE:CALLABLE's module was imported by now.
+            "target_file": self._source_paths[0] or module_file(self.target, self.kind),
             "seed": self.seed,
             "steps": self.steps_asked,
             "device": self.device,

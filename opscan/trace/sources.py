@@ -22,7 +22,7 @@ import sys
 
 from opscan._hash import digest
 
-__all__ = ["in_installed_package", "project_files", "project_sources", "target_file"]
+__all__ = ["in_installed_package", "module_file", "project_files", "project_sources", "target_file"]
 
 _INSTALLED = ("site-packages", "dist-packages")
 _OPSCAN = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # opscan's own package: never the user's code
@@ -39,6 +39,18 @@ def target_file(spec: str, kind: str) -> str | None:
         where = spec.rpartition(":")[0]
         return where if names_a_file(where) else None
     return None
+
+
+def module_file(spec: str, kind: str, modules=None) -> str | None:
+    """The real path of the file MODULE of a MODULE:CALLABLE target was imported from (`modules`: sys.modules);
+    None for any other target, or a module not loaded or loaded from no file."""
+    from opscan.trace.spec import names_a_file
+
+    where = spec.rpartition(":")[0]
+    if kind != "callable" or names_a_file(where):
+        return None
+    name = getattr((sys.modules if modules is None else modules).get(where), "__file__", None)
+    return os.path.realpath(name) if isinstance(name, str) else None
 
 
 def _under(path: str, folders: tuple[str, ...]) -> bool:

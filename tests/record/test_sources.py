@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from opscan._hash import digest
-from opscan.trace.sources import project_sources, target_file
+from opscan.trace.sources import module_file, project_sources, target_file
 from tests.util import needs_torch
 
 
@@ -106,6 +106,34 @@ def test_a_target_without_a_file_digests_the_project_modules_under_the_working_d
 )
 def test_the_file_a_target_names(spec, kind, file):
     assert target_file(spec, kind) == file
+
+
+def test_the_file_a_module_target_was_imported_from(tmp_path):
+    (tmp_path / "m.py").write_text("")
+    modules = {"m": SimpleNamespace(__file__=str(tmp_path / "m.py")), "pkg": SimpleNamespace(__file__=None)}
+    assert module_file("m:build", "callable", modules) == os.path.realpath(tmp_path / "m.py")
+    assert module_file("pkg:build", "callable", modules) is None  # a namespace package: no file
+    assert module_file("other:build", "callable", modules) is None  # not imported
+    assert module_file("m.py:build", "callable", modules) is None  # a file: target_file's
+    assert module_file("torchvision:resnet18", "zoo", modules) is None
+
+
+@needs_torch
+def test_records_of_one_target_typed_from_two_folders_are_of_one_target(tmp_path):
+    """The header keeps the target as typed (`../m.py:build` from sub/), and `target_file`, its real path: compare
+    warned that the records were of different targets, and listed the target as an environment difference."""
+    from tests.record.helpers import CPU, opscan
+
+    (tmp_path / "m.py").write_text("import torch\nfrom torch import nn\n\n\ndef build():\n    return nn.Linear(8, 4), torch.randn(4, 8)\n")
+    (tmp_path / "sub").mkdir()
+    assert opscan("record", "m.py:build", *CPU, "-o", "a.jsonl", cwd=tmp_path).returncode == 0
+    assert opscan("record", "../m.py:build", *CPU, "-o", "../b.jsonl", cwd=tmp_path / "sub").returncode == 0
+    headers = [json.loads((tmp_path / name).read_text().splitlines()[0]) for name in ("a.jsonl", "b.jsonl")]
+    assert [h["target"] for h in headers] == ["m.py:build", "../m.py:build"]  # as typed
+    assert {h["target_file"] for h in headers} == {str((tmp_path / "m.py").resolve())}
+    proc = opscan("compare", "a.jsonl", "b.jsonl", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "different targets" not in proc.stdout and "target=" not in proc.stdout  # nor an environment difference
 
 
 
