@@ -268,15 +268,17 @@ def _run(args: argparse.Namespace) -> int:
                 missing.append(Problem(f"{why}: {p}", p))
                 if deps is not None:  # the run cache replays this error only while the path stays as it is
                     deps.add(os.path.abspath(p))
+    elif _notebook(stdin_path, cfg, args.force_exclude):  # as a named one: stdin as x.ipynb was linted as Python
+        missing.append(Problem(f"{NOT_NOTEBOOKS}: {stdin_path}", stdin_path))
     unlisted = {problem.target for problem in missing}
-    paths = [stdin_path] if from_stdin else [p for p in args.paths if p not in unlisted]
+    paths = [p for p in ([stdin_path] if from_stdin else args.paths) if p not in unlisted]
 
     problem = _output_is_linted(args.output_file, paths, cfg, args.force_exclude)
     if problem:
         print(f"opscan: error: {problem}", file=sys.stderr)
         return 2
     if args.show_settings:
-        return show_settings(cfg, paths, missing, targets, args, stdin_path)
+        return show_settings(cfg, paths, missing, targets, args, stdin_path if paths else None)
 
     unresolved: dict | None = {} if args.verbose else None
 
@@ -468,12 +470,22 @@ def _unlintable(path: str, cfg, force_exclude: bool) -> str | None:
         return {errno.ENOENT: "no such file or directory", errno.ENOTDIR: "not a directory", errno.ENAMETOOLONG: "file name too long"}.get(exc.errno)
     except ValueError:  # an embedded null byte: no such file can exist
         return "no such file or directory"
-    if path.endswith(".ipynb") and not S_ISDIR(st.st_mode):  # a folder so named is walked, for its .py files
-        from opscan._path import Path
-
-        if not (force_exclude and cfg.is_excluded(Path(path))):  # an excluded one is skipped, as any excluded file is
-            return "Jupyter notebooks are not linted"
+    if not S_ISDIR(st.st_mode) and _notebook(path, cfg, force_exclude):  # a folder so named is walked, for its .py files
+        return NOT_NOTEBOOKS
     return None
+
+
+NOT_NOTEBOOKS = "Jupyter notebooks are not linted"
+
+
+def _notebook(path: str, cfg, force_exclude: bool) -> bool:
+    """Whether `path`, named on the command line or given as stdin's name, is a Jupyter notebook to refuse: its JSON
+    parses as Python and would pass unread. One that --force-exclude excludes is skipped, as any excluded file is."""
+    if not path.endswith(".ipynb"):
+        return False
+    from opscan._path import Path
+
+    return not (force_exclude and cfg.is_excluded(Path(path)))
 
 
 def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: argparse.Namespace, stdin: str | None = None) -> int:

@@ -121,6 +121,40 @@ def test_stdin_force_exclude_skips_an_excluded_name(tmp_path):
     assert _cli(["--force-exclude", *args], project, SEEDS).returncode == 0
 
 
+# A notebook whose one cell seeds: as JSON, it parses as Python, a dict, with nothing to find in it.
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "source": ["import torch\n", "torch.manual_seed(0)\n"]}], "nbformat": 4}).encode()
+
+
+@pytest.mark.parametrize("source", [NOTEBOOK, SEEDS], ids=["notebook", "python"])
+def test_stdin_named_as_a_notebook_is_refused_as_a_named_notebook_is(tmp_path, source):
+    """`--stdin-filename x.ipynb`: its JSON was linted as Python ("All checks passed!", exit 0), and Python was linted
+    and fixed as if the notebook held it; a notebook named as a path is an error (f976e1f), and so is this."""
+    project = _project(tmp_path)
+    proc = _cli(["--stdin-filename", "nb.ipynb", "-"], project, source)
+    assert (proc.returncode, proc.stderr) == (2, b""), proc.stderr
+    assert proc.stdout == b"error: Jupyter notebooks are not linted: nb.ipynb\n1 problem stopped part of the run; nothing found in the rest.\n"
+    proc = _cli(["--stdin-filename", "nb.ipynb", "--output-format", "json"], project, source)
+    assert (proc.returncode, json.loads(proc.stdout)) == (2, [])
+    assert proc.stderr == b"opscan: error: Jupyter notebooks are not linted: nb.ipynb\n"
+    proc = _cli(["--stdin-filename", "nb.ipynb", "--show-settings"], project, source)  # as for a named one: no file
+    assert proc.returncode == 2 and re.search(rb"^files +0$", proc.stdout, re.M), proc.stdout
+
+
+@pytest.mark.parametrize("source", [NOTEBOOK, SEEDS], ids=["notebook", "python"])
+def test_stdin_fix_of_a_notebook_echoes_it_unchanged(tmp_path, source):
+    """An editor puts stdout in the buffer: the source unchanged, as for a file lint cannot parse, and the error on stderr."""
+    proc = _cli(["--stdin-filename", "nb.ipynb", "--fix", "-"], _project(tmp_path), source)
+    assert (proc.returncode, proc.stdout) == (2, source)
+    assert proc.stderr == b"error: Jupyter notebooks are not linted: nb.ipynb\n1 problem stopped part of the run; nothing found in the rest.\n"
+
+
+def test_stdin_notebook_excluded_with_force_exclude_is_skipped(tmp_path):
+    project = _project(tmp_path)
+    (project / "pyproject.toml").write_text('[tool.opscan]\nextend-exclude = ["*.ipynb"]\n')
+    proc = _cli(["--force-exclude", "--stdin-filename", "nb.ipynb", "-"], project, NOTEBOOK)
+    assert (proc.returncode, proc.stderr) == (0, b""), proc.stderr
+
+
 # ---------------------------------------------------------------- paths
 
 
