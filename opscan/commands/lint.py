@@ -138,13 +138,35 @@ def run(args: argparse.Namespace) -> int:
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
+    # `opscan lint - --fix` from an editor: stdout becomes the buffer, so an error must not leave it empty (bad config,
+    # an unknown selector, a bad -o: exit 2 before anything was printed). As ruff echoes a source it cannot fix, and as
+    # a file lint cannot parse (DET000) is echoed, the source then goes to stdout unchanged.
+    echoes = (args.paths == ["-"] or args.stdin_filename is not None) and args.fix and not args.diff
     try:
         if args.no_cache or not _replayable(args):
-            return _run(args)
-        return _run_recorded(args)
+            code = _run(args)
+        else:
+            code = _run_recorded(args)
+        if code == 2 and echoes and not getattr(args, "stdin_printed", False):
+            _echo_stdin(getattr(args, "stdin_data", None))
+        return code
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def _echo_stdin(data: bytes | None) -> None:
+    """Put stdin on stdout unchanged (`data`: what lint read of it, None: nothing yet). A terminal is left alone:
+    no editor is there, and reading it would wait for the user to type."""
+    try:
+        if data is None:
+            if sys.stdin is None or sys.stdin.isatty():
+                return
+            data = sys.stdin.buffer.read()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):  # no stdin or stdout to speak of: the error said what it had to
+        pass
 
 
 def _replayable(args) -> bool:
@@ -288,7 +310,7 @@ def _run(args: argparse.Namespace) -> int:
 
     stdin_sources: dict[str, bytes] = {}
     if from_stdin:
-        stdin_sources[os.path.realpath(stdin_path)] = sys.stdin.buffer.read()
+        stdin_sources[os.path.realpath(stdin_path)] = args.stdin_data = sys.stdin.buffer.read()
 
     def lint(overlay: dict[str, bytes] | None = None):
         if not paths:
@@ -343,6 +365,7 @@ def _run(args: argparse.Namespace) -> int:
             report = Report("lint", summary=outcome.diff_summary(), outcome=1 if outcome.diff else 0)
         elif from_stdin:  # as ruff: the fixed source on stdout; the report of what remains below, on stderr or in -o's file
             problem = _print_fixed(outcome, stdin_sources)
+            args.stdin_printed = True  # or part of it: stdout failed, and will not take it again
             if problem:
                 print(f"opscan: error: {problem}", file=sys.stderr)
                 return 2

@@ -155,6 +155,31 @@ def test_stdin_notebook_excluded_with_force_exclude_is_skipped(tmp_path):
     assert (proc.returncode, proc.stderr) == (0, b""), proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "config", "said"),
+    [
+        (["--select", "NOPE"], None, b"unknown rule selector 'NOPE'"),
+        ([], "[tool.opscan]\nselect = 3\n", b"select must be a list of strings"),
+        (["-o", "pyproject.toml"], "[tool.opscan]\n", b"-o pyproject.toml is an input of this run"),
+        (["--exit-zero", "--exit-non-zero-on-fix"], None, b"cannot be combined"),
+    ],
+    ids=["selector", "config", "output", "flags"],
+)
+def test_stdin_fix_that_stops_on_an_error_echoes_the_source(tmp_path, args, config, said):
+    """Exit 2 before anything was printed left stdout empty: an editor that takes stdout as the buffer emptied it.
+    The source goes to stdout unchanged, as it does for a syntax error (DET000), and as ruff's does."""
+    if config is not None:
+        (tmp_path / "pyproject.toml").write_text(config)
+    proc = _cli(["--stdin-filename", "train.py", "--fix", *args, "-"], tmp_path, SEEDS)
+    assert (proc.returncode, proc.stdout) == (2, SEEDS)
+    assert said in proc.stderr and b"Traceback" not in proc.stderr
+    syntax_error = b"import torch\ntorch.manual_seed(0\n"
+    proc = _cli(["--stdin-filename", "train.py", "--fix", "-"], tmp_path, syntax_error)
+    assert proc.stdout == syntax_error  # what it does already, and what the errors above do now
+    proc = _cli(["--stdin-filename", "train.py", *args, "-"], tmp_path, SEEDS)  # without --fix: stdout is the report
+    assert proc.returncode == 2 and SEEDS not in proc.stdout
+
+
 # ---------------------------------------------------------------- paths
 
 
