@@ -87,7 +87,11 @@ Where other branches of the `if`, `try` or `match` around it seed too, the
 call goes before that statement instead, so that every path that seeds gets
 it (and before the next one out, where the same holds); a loop keeps it in
 its body. The `__main__` block counts as a scope of its own (above it, the
-call would run on import), and a `try` that imports torch is not left. Safe.
+call would run on import), and a `try` that imports torch is not left.
+Where the module has no `import torch` to use, one is added where isort
+(ruff's I rules) puts a third-party import: in sorted place in the
+third-party section, or as a section of its own after the standard
+library's, with the blank lines around it that isort wants. Safe.
 
 The transformers and accelerate keywords exist from transformers 4.19.0 and
 accelerate 0.29.0 on (older releases raise `TypeError`), so they are used only
