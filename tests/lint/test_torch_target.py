@@ -579,7 +579,7 @@ def test_show_settings(tmp_path, capsys):
     enabled = ", ".join(sorted(code for code in lint_codes() if code != "DET009" and code not in OPT_IN))
     assert f"rules             {enabled}\n" in out
     assert "torch             per project folder:\n" in out
-    assert "  every file: 1.8 to 2.14, from every release the rules know (1 file)\n" in out
+    assert "  where none is declared: 1.8 to 2.14, from every release the rules know (1 file)\n" in out
     assert "  a: 2.4 to 2.6, from a/requirements.txt: torch>=2.4,<2.7 (2 files)\n" in out
     assert "  b: 2.14, from b/uv.lock: torch 2.14.1 (1 file)\n" in out
     rc, out, err = _lint(tmp_path / "a", capsys, "--show-settings", "--torch-version", "2.9")
