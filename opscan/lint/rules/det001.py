@@ -33,9 +33,10 @@ determinism on, the rule stays silent, as it does for code behind a condition.
 
 A script that never runs torch is not flagged either: one whose code, and
 the project modules it imports, import nothing but the standard library and
-libraries that never run torch (numpy, pandas, scikit-learn, PIL, ...), such
-as a data-splitting script that seeds `random`. An import of torch, or of any
-other library (timm, Lightning, ...), anywhere in the script, in a function
+libraries that never run torch (numpy, pandas, scikit-learn, PIL, OpenCV,
+SimpleITK, nibabel, pydicom, h5py, ...), such as a data-splitting script that
+seeds `random`. An import of torch, or of any other library (timm, Lightning,
+batchgenerators, ...), anywhere in the script, in a function
 it does not call too, counts as running torch. Keras 3 counts only where the
 script sets `KERAS_BACKEND` to `"torch"` before it imports keras (keras reads
 the variable then): on another backend, or one the script does not set (the
