@@ -206,15 +206,6 @@ def test_requirements_file_name_is_the_patterns(name):
     assert target._requirements_name(name) == bool(re.match(target._REQUIREMENTS, name))
 
 
-@given(st.binary(max_size=40).map(lambda b: b.replace(b"x", b"[project]")) | st.text(alphabet=" \t\n\r[]projectl.y#", max_size=30).map(str.encode))
-@example(b"[project]\n")
-@example(b"  [ tool.poetry ]  # x\n")
-@example(b"[\nproject\n]")
-@example(b"[tool.opscan]\n")
-def test_declares_project_is_the_patterns(raw):
-    assert target._names_project(raw) == bool(re.search(rb"(?m)^\s*\[\s*(project|tool\.poetry)\s*\]", raw))
-
-
 @given(st.text(alphabet="torch=2.4 \t\u00a0-ha:x", max_size=24))
 @example("torch==2.4 --hash=sha256:x")
 @example("pre-commit>=3")

@@ -598,7 +598,8 @@ def _range_lines(found, *, fixed=None, fallback: bool = True) -> list[str]:
     lines = []
     for versions, folder, count in sorted(used, key=lambda u: (u[1], str(u[0]))):
         files = f" ({count} file{'s' if count != 1 else ''})" if count else ""
-        under = f"{engine.display_path(folder) if folder else 'every file'}: " if len(used) > 1 else ""
+        # The fallback's files are those whose project declares no version: not every file, beside the others.
+        under = f"{engine.display_path(folder) if folder else 'where none is declared'}: " if len(used) > 1 else ""
         lines.append(f"{under}{versions}, from {versions.where}{files}")
     return lines
 
@@ -612,6 +613,7 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
 
     from opscan.lint import engine
     from opscan.lint.context import torch_free
+    from opscan.lint.distributions import DISTRIBUTIONS
     from opscan.lint.modelled import MODELS
     from opscan.lint.relevance import LIBRARIES
     from opscan.lint.target import PackageVersions, normalize_name
@@ -632,8 +634,10 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
             # and an installed namespace portion may hold the module; the project's own folder (on
             # sys.path as the working directory) does not count.
             continue
-        if "." not in name and PackageVersions(normalize_name(package), installed=False).declared_for(path):
-            continue  # a dependency the project declares (requirements, pyproject, a lock): a library not installed here
+        if "." not in name and any(PackageVersions(normalize_name(d), installed=False).declared_for(path) for d in (package, *DISTRIBUTIONS.get(package, ()))):
+            continue  # a dependency the project declares (requirements, pyproject, a lock; `pyserial` for serial): a library not installed here
+        if _only_optional(path, name):
+            continue  # `try: import apex` / `except ImportError:`: the file expects it may be missing
         hint = _folder_holding(cfg, name)
         where = f"{engine.display_path(path)}:{loc.line}"
         line = f"  {name} (imported at {where})"
@@ -648,6 +652,57 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
         roots = ", ".join(engine.display_path(str(r)) for r in cfg.import_roots())
         lines.insert(0, f"imports that look like project modules but resolve to no file under the roots ({roots}) or the script's folder:")
     return lines
+
+
+def _only_optional(path: str, name: str) -> bool:
+    """Whether every import of the module `name` (or one below it) in the file `path` is in the body
+    of a `try` that catches its ImportError (`except ImportError`, `ModuleNotFoundError`, `Exception`,
+    a bare `except`): an optional dependency. False where the file cannot be read."""
+    import ast
+
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    found = []  # whether each import of `name` is guarded
+    tries = tuple(getattr(ast, kind) for kind in ("Try", "TryStar") if hasattr(ast, kind))
+
+    def names_it(module: str | None) -> bool:
+        return module is not None and (module == name or module.startswith(name + "."))
+
+    def visit(node, guarded: bool) -> None:
+        if isinstance(node, ast.Import):
+            found.extend(guarded for alias in node.names if names_it(alias.name))
+        elif isinstance(node, ast.ImportFrom):
+            if not node.level and names_it(node.module):
+                found.append(guarded)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            for child in ast.iter_child_nodes(node):  # runs later, outside the try around the def
+                visit(child, False)
+        elif isinstance(node, tries):
+            catches = any(_catches_import_error(h.type) for h in node.handlers)
+            for child in node.body:
+                visit(child, guarded or catches)
+            for child in [*node.handlers, *node.orelse, *node.finalbody]:
+                visit(child, guarded)
+        else:
+            for child in ast.iter_child_nodes(node):
+                visit(child, guarded)
+
+    visit(tree, False)
+    return bool(found) and all(found)
+
+
+def _catches_import_error(kind) -> bool:
+    """Whether an `except` clause's type catches ImportError: it, its subclass, a base of it, or none (bare)."""
+    import ast
+
+    if kind is None:
+        return True
+    if isinstance(kind, ast.Tuple):
+        return any(_catches_import_error(k) for k in kind.elts)
+    return isinstance(kind, ast.Name) and kind.id in ("ImportError", "ModuleNotFoundError", "Exception", "BaseException")
 
 
 def _inside(folders, root: str) -> bool:

@@ -20,14 +20,18 @@ if TYPE_CHECKING:
     from opscan.lint.target import Versions
     from opscan.versions import TorchRange
 
-# Libraries that never run torch. A script whose executing code imports nothing
-# but these and the standard library has no GPU nondeterminism for DET001 and
-# DET002 to fix (a data-preparation script that seeds `random`, say).
+# Libraries that never run torch (top-level import names). A script whose executing code imports
+# nothing but these and the standard library has no GPU nondeterminism for DET001 and DET002 to fix
+# (a data-preparation script that seeds `random`, say). Only libraries none of whose modules import
+# torch belong here: batchgenerators, say, does not (its augmenter pins memory with torch, and its
+# NumpyToTensor makes tensors), nor do wandb, einops or HF datasets.
 TORCH_FREE = frozenset(
     """
     numpy scipy pandas polars pyarrow sklearn matplotlib seaborn plotly PIL cv2 skimage imageio yaml ruamel toml
     tomli tomlkit tqdm requests httpx urllib3 h5py rich click typer attr attrs pydantic jinja2 networkx sympy
     nltk boto3 jax jaxlib flax optax tensorflow
+    SimpleITK nibabel pydicom nrrd tifffile zarr xarray netCDF4 soundfile librosa numba statsmodels
+    joblib psutil tabulate lmdb omegaconf
     """.split()
 )
 

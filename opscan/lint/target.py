@@ -14,9 +14,10 @@ First found wins:
    (`install_requires`, `extras_require`), a literal `install_requires` /
    `extras_require` in `setup.py` (read with `ast`, never run) and
    `environment.yml` (conda's `pytorch` and the `pip:` list). The walk ends
-   at the first folder with a torch requirement, or after the project's own
-   folder (one with `.git`, `setup.py`, `setup.cfg`, or a `pyproject.toml`
-   that declares a project);
+   at the first folder with a torch requirement, or after the repository's
+   root (a folder with `.git` or `.hg`); a `setup.py`, `setup.cfg` or
+   `pyproject.toml` that declares no torch (a nested build script's, a
+   tool's) does not end it;
 3. the installed torch, from the metadata (`torch-*.dist-info`) of the first
    torch on `sys.path`, as `importlib.metadata.version("torch")` finds it,
    read without importing torch (nor importlib.metadata, which costs lint
@@ -973,9 +974,10 @@ class _Walk:
             for name in ("environment.yml", "environment.yaml"):
                 if name in present:
                     declarations += reader.environment_yml(base / name)
-        boundary = bool(present & {".git", ".hg", "setup.py", "setup.cfg"}) or (
-            "pyproject.toml" in present and _declares_project(base / "pyproject.toml")
-        )
+        # Only a repository's root ends the walk. A project file here that declares nothing of the
+        # package (a Cython build script's setup.py, a tool's own pyproject.toml inside a project)
+        # does not: the project around it may declare it, as a nested requirements.txt never stopped it.
+        boundary = bool(present & {".git", ".hg"})
         if not declarations:
             return None, boundary
         return self._union(declarations), boundary
@@ -1132,25 +1134,3 @@ def _requirements_name(name: str) -> bool:
     import re
 
     return bool(re.match(_REQUIREMENTS, name))
-
-
-def _declares_project(path: Path) -> bool:
-    """A pyproject.toml with a `[project]` or `[tool.poetry]` table (seen in its text, not parsed)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return False
-    return _names_project(raw)
-
-
-def _names_project(raw: bytes) -> bool:
-    """Whether `raw` has a line `[project]` or `[tool.poetry]`, as the pattern below finds them."""
-    if b"project" not in raw and b"poetry" not in raw:
-        return False  # the pattern needs one of the words
-    for line in raw.split(b"\n"):  # the usual spelling, one a line; the pattern decides any other
-        line = line.strip()
-        if line[:1] == b"[" and line[-1:] == b"]" and line[1:-1].strip() in (b"project", b"tool.poetry"):
-            return True
-    import re
-
-    return bool(re.search(rb"(?m)^\s*\[\s*(project|tool\.poetry)\s*\]", raw))

@@ -287,10 +287,10 @@ def test_verbose_names_each_package_range_read_and_where_it_came_from(tmp_path, 
     rc, out, err = _lint(tmp_path, capsys, "-v", ".")
     lines = [line for line in err.splitlines() if line.startswith("opscan: targets ")]
     assert lines == [
-        "opscan: targets torch every file: 1.8 to 2.14, from every release the rules know (2 files)",
+        "opscan: targets torch where none is declared: 1.8 to 2.14, from every release the rules know (2 files)",
         "opscan: targets torch a: 2.4, from a/requirements.txt: torch==2.4.1 (2 files)",
         # c/train.py calls no accelerate helper: nothing was read for it
-        "opscan: targets accelerate every file: any version, from no accelerate declared or installed (1 file)",
+        "opscan: targets accelerate where none is declared: any version, from no accelerate declared or installed (1 file)",
         "opscan: targets accelerate a: >=0.29, from a/requirements.txt: accelerate>=0.29 (2 files)",
     ]
     rc, out, err = _lint(tmp_path / "a", capsys, "-v", "train.py")
@@ -308,12 +308,12 @@ def test_show_settings_names_the_range_of_each_package_a_rule_may_read(tmp_path,
     assert rc == 0 and err == ""
     assert (
         "accelerate        per project folder:\n"
-        "  every file: any version, from no accelerate declared or installed (1 file)\n"
+        "  where none is declared: any version, from no accelerate declared or installed (1 file)\n"
         "  a: 0.28.0, from a/uv.lock: accelerate 0.28.0 (1 file)\n"
         "lightning         any version, from no lightning declared or installed (2 files)\n"
         "pytorch-lightning any version, from no pytorch-lightning declared or installed (2 files)\n"
         "transformers      per project folder:\n"
-        "  every file: any version, from no transformers declared or installed (1 file)\n"
+        "  where none is declared: any version, from no transformers declared or installed (1 file)\n"
         '  b: >=4.19, from b/pyproject.toml [project] dependencies: transformers>=4.19 (1 file)\n'
     ) in out
     rc, out, err = _lint(tmp_path / "a", capsys, "--show-settings", "train.py")

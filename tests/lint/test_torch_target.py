@@ -559,6 +559,37 @@ def test_verbose_does_not_list_what_the_project_declares(tmp_path, capsys):
     assert listed == ["opscan:   not_declared_anywhere (imported at train.py:3)"]
 
 
+def test_verbose_knows_import_names_that_differ_from_the_distribution(tmp_path, capsys):
+    # lerobot declares pyserial, python-can, grpcio, protobuf, rerun-sdk, dm-tree and hebi-py, and imports
+    # serial, can, grpc, google, rerun, tree and hebi: libraries, not project modules that failed to resolve.
+    _write(tmp_path, {
+        "pyproject.toml": '[project]\nname = "p"\ndependencies = ["torch", "pyserial>=3.5", "rerun-sdk", "hebi-py"]\n'
+        '[project.optional-dependencies]\ngrpc = ["grpcio==1.73.1", "protobuf"]\ncan = ["python-can"]\ngroot = ["dm-tree"]\n',
+        "train.py": "import serial\nimport can\nimport grpc\nfrom google.protobuf import message\nimport rerun as rr\n"
+        "import tree\nimport hebi\nimport bs4\n" + ENABLES,
+    })  # fmt: skip
+    rc, out, err = _lint(tmp_path, capsys, "-v", "train.py")
+    listed = [line for line in err.splitlines() if line.startswith("opscan:   ")]
+    assert listed == ["opscan:   bs4 (imported at train.py:8)"]  # beautifulsoup4 is not declared
+
+
+def test_verbose_does_not_list_optional_imports(tmp_path, capsys):
+    _write(tmp_path, {
+        "train.py": "try:\n    import apex_like\nexcept ImportError:\n    apex_like = None\n"
+        "try:\n    from flash_like import attn\nexcept Exception as e:\n    print(e)\n"
+        "try:\n    import caught_by_key\nexcept KeyError:\n    pass\n"
+        "try:\n    import guarded_once\nexcept (ValueError, ModuleNotFoundError):\n    pass\n"
+        "import guarded_once\n"
+        "try:\n    def later():\n        import in_a_function\nexcept ImportError:\n    pass\n"
+        "later()\n" + ENABLES,
+    })  # fmt: skip
+    rc, out, err = _lint(tmp_path, capsys, "-v", "train.py")
+    listed = [line.split(" (")[0] for line in err.splitlines() if line.startswith("opscan:   ")]
+    # A handler of another error, an unguarded import beside the guarded one, and an import in a
+    # function (it runs when called, outside the try) are listed.
+    assert listed == ["opscan:   caught_by_key", "opscan:   guarded_once", "opscan:   in_a_function"]
+
+
 def test_show_settings(tmp_path, capsys):
     _write(tmp_path, {
         "pyproject.toml": '[tool.opscan.lint]\nignore = ["DET009"]\nextend-exclude = ["generated"]\n',
@@ -579,7 +610,7 @@ def test_show_settings(tmp_path, capsys):
     enabled = ", ".join(sorted(code for code in lint_codes() if code != "DET009" and code not in OPT_IN))
     assert f"rules             {enabled}\n" in out
     assert "torch             per project folder:\n" in out
-    assert "  every file: 1.8 to 2.14, from every release the rules know (1 file)\n" in out
+    assert "  where none is declared: 1.8 to 2.14, from every release the rules know (1 file)\n" in out
     assert "  a: 2.4 to 2.6, from a/requirements.txt: torch>=2.4,<2.7 (2 files)\n" in out
     assert "  b: 2.14, from b/uv.lock: torch 2.14.1 (1 file)\n" in out
     rc, out, err = _lint(tmp_path / "a", capsys, "--show-settings", "--torch-version", "2.9")

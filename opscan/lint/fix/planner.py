@@ -36,7 +36,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opscan.findings import Finding
 
-_STDLIB = frozenset(sys.stdlib_module_names)
+STDLIB = frozenset(sys.stdlib_module_names)
 NEWLINE = re.compile(r"\r\n|\r|\n")
 
 Position = tuple[int, int]  # (line, column in characters)
@@ -300,11 +300,11 @@ class Planner:
         (`top`) or after the leading imports, as before."""
         new = statement(code)
         lines = [i for i in range(first, end) if _is_import_line(self.body[i])]
-        stdlib = module in _STDLIB
+        stdlib = module in STDLIB
 
         def section(i: int) -> int:
             root = _imported_modules(self.body[i].body[0])[0].split(".")[0]
-            return 0 if root in _STDLIB else 2 if root == "." or self.first_party(root) else 1
+            return 0 if root in STDLIB else 2 if root == "." or self.first_party(root) else 1
 
         mine = 0 if stdlib else 1
         same = [i for i in lines if section(i) == mine]
@@ -424,7 +424,7 @@ def _is_stdlib_import(stmt) -> bool:
     for small in stmt.body:
         if not isinstance(small, (cst.Import, cst.ImportFrom)):
             return False
-        if any(m.split(".")[0] not in _STDLIB for m in _imported_modules(small)):
+        if any(m.split(".")[0] not in STDLIB for m in _imported_modules(small)):
             return False
     return True
 

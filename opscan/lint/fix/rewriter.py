@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from opscan.lint.fix.nodes import attached_comments, is_import_block
-from opscan.lint.fix.planner import Moved, Planner
+from opscan.lint.fix.nodes import attached_comments, is_future_import, is_import_block, module_name
+from opscan.lint.fix.planner import STDLIB, Moved, Planner
 
 
 class Rewriter(cst.CSTTransformer):
@@ -23,6 +23,7 @@ class Rewriter(cst.CSTTransformer):
         # Only the top-level statements that hold an edit are visited; the rest stay as they are.
         targets = [*edits.replace, *edits.insert_after, *edits.insert_before, *edits.remove, *self.moved]
         self.top_level = set(planner.body)
+        self.added_imports: set[int] = set()
         tops = {planner.top_of.get(t) for t in targets}
         self.touched = None if None in tops else tops  # None: visit everything
 
@@ -71,8 +72,10 @@ class Rewriter(cst.CSTTransformer):
         edits = self.edits
         top = [self._materialise(item) for item in edits.top]
         imports = [self._materialise(item) for item in edits.top_imports]
+        self.added_imports = {id(stmt) for stmt in imports}  # and their copies with other blank lines
         body, footer = self._rebuild(original_node.body, updated_node.body, top, imports)
-        return updated_node.with_changes(body=_blank_after_imports(body, top), footer=[*footer, *updated_node.footer])
+        body = _space_torch_import(_blank_after_imports(body, top), self.added_imports)
+        return updated_node.with_changes(body=body, footer=[*footer, *updated_node.footer])
 
     def _materialise(self, item):
         if not isinstance(item, Moved):
@@ -130,17 +133,18 @@ class Rewriter(cst.CSTTransformer):
         separated them from the next statement; after an import, it joins that import block."""
         if not (0 < i <= self.header_end):
             return u, group
-        leading = list(u.leading_lines)
-        blank = []
-        for line in leading:
-            if line.comment is not None:
-                break
-            blank.append(line)
+        # The original's blank lines: another edit may have replaced u's (an `import torch` put before it).
+        blank = _leading_blank(original[i].leading_lines)
         if not blank:
             return u, group
-        group = [group[0].with_changes(leading_lines=[*blank, *group[0].leading_lines]), *group[1:]]
-        if is_import_block(original[i]):
-            u = u.with_changes(leading_lines=leading[len(blank) :])
+        if is_future_import(original[i - 1]) and is_import_block(group[0]):
+            blank = blank[:1]  # the `from __future__` section and the next: one blank line, as isort wants
+        first = group[0].with_changes(leading_lines=[*blank, *group[0].leading_lines])
+        if id(group[0]) in self.added_imports:
+            self.added_imports.add(id(first))
+        group = [first, *group[1:]]
+        if is_import_block(original[i]) and not self.edits.insert_before.get(original[i]):
+            u = u.with_changes(leading_lines=u.leading_lines[len(_leading_blank(u.leading_lines)) :])
         return u, group
 
 
@@ -156,3 +160,52 @@ def _blank_after_imports(body: list, group: list) -> list:
         if not stmt.leading_lines or stmt.leading_lines[0].comment is not None:
             out[i] = stmt.with_changes(leading_lines=[cst.EmptyLine(), *stmt.leading_lines])
     return out
+
+
+def _leading_blank(lines) -> list:
+    """The blank lines before the first comment line."""
+    blank = []
+    for line in lines:
+        if line.comment is not None:
+            break
+        blank.append(line)
+    return blank
+
+
+def _space_torch_import(body: list, ids: set[int]) -> list:
+    """Blank lines around an `import torch` put after the leading imports, as isort (ruff's I001)
+    wants them: one before it where it starts the third-party section after an import line of
+    another section (the standard library, `from __future__`), and after it, where the code
+    follows, one blank line, or two before a def or class (with the comments that belong to it)."""
+    out = list(body)
+    for i, stmt in enumerate(out):
+        if id(stmt) not in ids:
+            continue
+        if i > 0 and _is_stdlib_import_line(out[i - 1]) and not _leading_blank(stmt.leading_lines):
+            out[i] = stmt.with_changes(leading_lines=[cst.EmptyLine(), *stmt.leading_lines])
+        if i + 1 < len(out) and not is_import_block(out[i + 1]) and id(out[i + 1]) not in ids:
+            after = out[i + 1]
+            blank = _leading_blank(after.leading_lines)
+            rest = after.leading_lines[len(blank) :]
+            # A comment with a blank line below it stands alone: the code after the imports is the comment.
+            alone = any(line.comment is None for line in rest)
+            defines = isinstance(after, (cst.FunctionDef, cst.ClassDef)) and not alone
+            want = 2 if defines else 1
+            if len(blank) != want:
+                out[i + 1] = after.with_changes(leading_lines=[*[cst.EmptyLine()] * want, *rest])
+    return out
+
+
+def _is_stdlib_import_line(stmt) -> bool:
+    """An import line of the standard library or `from __future__`: a section before torch's."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    roots = []
+    for small in stmt.body:
+        if isinstance(small, cst.Import):
+            roots += [module_name(a.name).split(".")[0] for a in small.names]
+        elif isinstance(small, cst.ImportFrom) and not small.relative:
+            roots.append(module_name(small.module).split(".")[0])
+        else:
+            return False
+    return all(root in STDLIB or root == "__future__" for root in roots)

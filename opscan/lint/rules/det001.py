@@ -33,9 +33,10 @@ determinism on, the rule stays silent, as it does for code behind a condition.
 
 A script that never runs torch is not flagged either: one whose code, and
 the project modules it imports, import nothing but the standard library and
-libraries that never run torch (numpy, pandas, scikit-learn, PIL, ...), such
-as a data-splitting script that seeds `random`. An import of torch, or of any
-other library (timm, Lightning, ...), anywhere in the script, in a function
+libraries that never run torch (numpy, pandas, scikit-learn, PIL, OpenCV,
+SimpleITK, nibabel, pydicom, h5py, ...), such as a data-splitting script that
+seeds `random`. An import of torch, or of any other library (timm, Lightning,
+batchgenerators, ...), anywhere in the script, in a function
 it does not call too, counts as running torch. Keras 3 counts only where the
 script sets `KERAS_BACKEND` to `"torch"` before it imports keras (keras reads
 the variable then): on another backend, or one the script does not set (the
@@ -87,7 +88,11 @@ Where other branches of the `if`, `try` or `match` around it seed too, the
 call goes before that statement instead, so that every path that seeds gets
 it (and before the next one out, where the same holds); a loop keeps it in
 its body. The `__main__` block counts as a scope of its own (above it, the
-call would run on import), and a `try` that imports torch is not left. Safe.
+call would run on import), and a `try` that imports torch is not left.
+Where the module has no `import torch` to use, one is added where isort
+(ruff's I rules) puts a third-party import: in sorted place in the
+third-party section, or as a section of its own after the standard
+library's, with the blank lines around it that isort wants. Safe.
 
 The transformers and accelerate keywords exist from transformers 4.19.0 and
 accelerate 0.29.0 on (older releases raise `TypeError`), so they are used only
