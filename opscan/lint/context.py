@@ -296,6 +296,18 @@ class Context:
         )
 
 
+def process_text(ctx: Context, path: str) -> str:
+    """' in the fresh process `torch.multiprocessing.spawn` starts (line 14)' where the trace is such a
+    process (EntryTrace.processes), for a finding at `path`; '' for the script's own run."""
+    started = ctx.trace.started
+    if started is None:
+        return ""
+    import os.path
+
+    at = f"line {started.loc.line}" if started.path == path else f"{os.path.basename(started.path)}:{started.loc.line}"
+    return f" in the fresh process `{started.callee}` starts ({at}), a new interpreter that inherits the parent's environment variables but not its determinism flags or seeds"
+
+
 def via_text(event: TraceEvent) -> str:
     """' via `pkg.helper`' when the event happened inside a project helper."""
     return f" via `{event.helper}`" if event.helper else ""

@@ -194,11 +194,17 @@ class _EntryLinter:
                     self.unresolved.setdefault(package, where)
                 for module, where in trace.missing.items():  # dotted: found a namespace folder, not the module
                     self.unresolved.setdefault(module, where)
-            ctx = Context(trace, self.torch[path], self._versions(path))
-            for rule in CHECKS:
-                if rule.RULE.code in self.enabled:
-                    rule.check(ctx)
-            raw = ctx.findings
+            raw = []
+            # The script's own run, then each fresh process it starts (mp.spawn's workers), in its own state.
+            for run in (trace, *trace.processes()):
+                ctx = Context(run, self.torch[path], self._versions(path))
+                for rule in CHECKS:
+                    if rule.RULE.code in self.enabled:
+                        rule.check(ctx)
+                raw += ctx.findings
+                if run is not trace and self.unresolved is not None:
+                    for package, where in run.libraries.items():
+                        self.unresolved.setdefault(package, where)
         return [self._final(f) for f in raw if self._kept(f)]
 
     def _versions(self, path: Path):
