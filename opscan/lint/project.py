@@ -18,7 +18,7 @@ from _imp import extension_suffixes
 
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
-from opscan.lint.apis import DATALOADERS, starts_fresh
+from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, method_set, start_method
 from opscan.lint.facts import GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts
 from opscan.lint.model import UNKNOWN, Call, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
@@ -798,7 +798,8 @@ def _load_key(path: Path, name: str, real: str) -> tuple[str, str]:
 
 
 # The ops a _Record holds, in order.
-_EMIT, _ENTER, _LOAD, _CLASS, _LIB, _SPAWN = 0, 1, 2, 3, 4, 5
+_EMIT, _ENTER, _LOAD, _CLASS, _LIB, _SPAWN, _START, _DEFAULT = 0, 1, 2, 3, 4, 5, 6, 7
+_UNSET = object()  # a record's need_start or sets_start where it neither reads nor sets the start method
 
 
 class _Record:
@@ -831,7 +832,7 @@ class _Record:
     __slots__ = (
         "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
         "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "blocks", "classes", "libs",
-        "names_ok", "walked", "spawns",
+        "names_ok", "walked", "spawns", "need_start", "sets_start",
     )  # fmt: skip
 
     def __init__(self, start_loaded: int, start_stack: int):
@@ -854,6 +855,9 @@ class _Record:
         self.names_ok: frozenset[str] | None = None  # the last entry folder's names found disjoint from `heads`
         self.walked: frozenset[tuple[str, str]] | None = None  # the functions entered inside: built when asked for
         self.spawns = False  # it holds a _SPAWN op, inside records too: a function handed to a fresh process
+        # The start method a bare Process found set (before it set one itself), and the last one it set.
+        self.need_start: object = _UNSET
+        self.sets_start: object = _UNSET
 
     def ok_for(self, names: frozenset[str]) -> bool:
         self.names_ok = names
@@ -991,6 +995,8 @@ class _Program:
         # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo): the walker's bit and memo, worked out once
         # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
     # (_SPAWN, the _ENTER op, the starter's name): a function handed to a fresh process, not walked here
+    # (_START, method): set_start_method(method) (_DEFAULT, the _ENTER op, the starter's name): a bare
+    # Process's function, walked here or handed to a fresh process as the start method set then says
         self.ops = ops
         self.heads = heads
         self.search = search
@@ -1002,6 +1008,7 @@ class _Walker:
         self.search = search
         self.entry = entry
         self.main = entry  # the script: a fresh process runs its top level again
+        self.start: str | None = None  # the start method set_start_method chose; None: the default, read as fork
         self.calls = project.calls
         self.folder_names = project._search_names[search[0]]  # what sharing a walk depends on (see _Record.heads)
         self.module_bit, self.function_bit = project._module_bit, project._function_bit
@@ -1088,16 +1095,21 @@ class _Walker:
             qualname = what.qualname
             target = resolve(qualname, mod, search) if qualname else None
             self._compile_call(ops, mod, ev, qualname, target)
+            if qualname in START_METHOD_SETTERS and method_set(what.args):
+                ops.append((_START, method_set(what.args)))
             refs = what.refs
             if refs and i + 1 < len(events) and self._builds_loader(mod, events[i + 1].what):
                 refs = ()  # a DataLoader's callbacks run where its Loader event, next, says (in workers or not)
             # A fresh process (spawn, forkserver) runs them in its own state: see EntryTrace.processes.
-            fresh = bool(refs) and starts_fresh(qualname, what.args)
+            method = start_method(qualname, what.args) if refs else None
             for ref in refs:  # functions handed to a runner: Fire(main), spawn(worker)
                 ref_target = resolve(ref, mod, search)
                 if ref_target and ref_target[0] == "function":
                     enter = self._enter_op(mod, ev, ref_target[1], ref_target[2])
-                    ops.append((_SPAWN, enter, qualname) if fresh else enter)
+                    if method in FRESH_METHODS:
+                        ops.append((_SPAWN, enter, qualname))
+                    else:
+                        ops.append((_DEFAULT, enter, qualname) if method == "default" else enter)
         return ops
 
     def _compile_call(self, ops: list[tuple], mod: Module, ev, qualname, target) -> None:
@@ -1185,6 +1197,16 @@ class _Walker:
             elif kind == _LIB:  # kept where the import is not too deep to follow, as load() would
                 if not self._deep():
                     out.append(op)
+            elif kind == _START:
+                self.start = rec.sets_start = op[1]
+            elif kind == _DEFAULT:
+                if rec.sets_start is _UNSET and rec.need_start is _UNSET:
+                    rec.need_start = self.start  # what the record depends on
+                if self.start in FRESH_METHODS:
+                    rec.spawns = True
+                    out.append((_SPAWN, op[1], op[2]))
+                else:
+                    self.enter(op[1])
             else:
                 if kind == _SPAWN:
                     rec.spawns = True
@@ -1262,6 +1284,8 @@ class _Walker:
             rec = found
             self.loaded |= rec.added
             self.stack |= rec.blocks
+            if rec.sets_start is not _UNSET:
+                self.start = rec.sets_start
         else:
             prog = self.program(memo, mod, events, imported, func)
             rec = self.rec = _Record(self.loaded, self.stack)
@@ -1289,6 +1313,7 @@ class _Walker:
                 and rec.need_loaded & loaded == rec.need_loaded
                 and not rec.need_free & stack
                 and rec.need_stacked & stack == rec.need_stacked
+                and (rec.need_start is _UNSET or rec.need_start == self.start)
             ):
                 if rec.search is not None:
                     if rec.search == self.search:
@@ -1314,6 +1339,10 @@ class _Walker:
         parent.added |= rec.added
         if rec.spawns:
             parent.spawns = True
+        if rec.need_start is not _UNSET and parent.need_start is _UNSET and parent.sets_start is _UNSET:
+            parent.need_start = rec.need_start
+        if rec.sets_start is not _UNSET:
+            parent.sets_start = rec.sets_start
         count = parent.count
         parent.effects += [
             (count + pos, TraceEvent(e.what, e.path, e.loc, child_via + e.via, e.api, worker or e.worker))
@@ -1378,6 +1407,8 @@ class _Walker:
                         out.append(op[1])
                 elif kind == _ENTER:
                     enter(op[1], op[2], op[3], depth)
+                elif kind == _DEFAULT:  # walked as a fork's, whatever the start method: the order is not known here
+                    enter(op[1][1], op[1][2], op[1][3], depth)
                 elif kind == _LOAD and depth < MAX_DEPTH:
                     for target, *_ in op[1]:
                         if target is not None and target.path not in loaded:

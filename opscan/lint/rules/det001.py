@@ -46,14 +46,15 @@ other rules judge it there too (DET002 where the variable is set only after
 the process starts, DET007 only where the worker itself turns determinism on).
 A forked child (`get_context("fork")`, `start_method="fork"`) starts as a copy
 of the parent, state and all, so its code runs as a call of the worker where
-it is started. A bare `multiprocessing.Process` starts by the platform's
-default, read as fork: Linux's default up to Python 3.13, and CUDA training
-runs on Linux. (macOS and Windows default to spawn, and Python 3.14 made
-Linux's forkserver; reading it as spawn would report workers whose
-determinism does hold on every Linux run before 3.14, so such a worker is
-checked fresh only where the script names spawn itself; a
-`multiprocessing.set_start_method("spawn")` is not read.) `torchrun` and
-`torch.distributed.elastic` start separate scripts: each is its own entry.
+it is started. A bare `multiprocessing.Process` starts by the method that
+`multiprocessing.set_start_method(...)` set before it, where the script sets
+one; else by the platform's default, read as fork: Linux's default up to
+Python 3.13, and CUDA training runs on Linux. (macOS and Windows default to
+spawn, and Python 3.14 made Linux's forkserver; reading the default as spawn
+would report workers whose determinism does hold on every Linux run before
+3.14, so such a worker is checked fresh only where the script names spawn
+itself.) `torchrun` and `torch.distributed.elastic` start separate scripts:
+each is its own entry.
 
 A script that never runs torch is not flagged either: one whose code, and
 the project modules it imports, import nothing but the standard library and
