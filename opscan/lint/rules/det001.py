@@ -41,7 +41,9 @@ starts (`CUBLAS_WORKSPACE_CONFIG`), and runs the script's top level again
 parent's `use_deterministic_algorithms`, cuDNN flags and seeds do not carry
 over. So a worker that seeds where only the parent turns determinism on is
 reported at the worker's seed (in its module, for a worker defined elsewhere),
-and the fix goes there; what the worker does is not the parent's, and the
+and the fix goes there. A parent that seeds and leaves determinism to its
+workers is not reported where they turn it on, as for code the script hands
+to others to call. What the worker does is not the parent's, and the
 other rules judge it there too (DET002 where the variable is set only after
 the process starts, DET007 only where the worker itself turns determinism on).
 A forked child (`get_context("fork")`, `start_method="fork"`) starts as a copy
