@@ -185,7 +185,8 @@ class EntryTrace(Plain):
 
     def processes(self) -> list[EntryTrace]:
         """The runs of the functions this run hands to fresh processes (`mp.spawn(worker)`, `Process(target=...)`
-        of a spawn context), each its own trace, in the order they start (the first start of each function).
+        of a spawn context), each its own trace, in the order they start (the first start of each function;
+        the processes those start in turn are not followed).
 
         Such a process is a new interpreter: it inherits the environment variables set before it starts
         (their events come first, as they were), then runs the script's top level again (as `__mp_main__`,
@@ -912,21 +913,21 @@ def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_wor
             done.add(id(child))
 
 
-def _spawns(rec: _Record, prefix: tuple[Frame, ...], pos: int, found: list, seen: set) -> int:
+def _spawns(rec: _Record, pos: int, found: list, seen: set) -> int:
     """Append to `found` the _SPAWN ops below `rec` (each function's first), as (its _ENTER op, the starter's
-    name, the frames to the starting call, the number of events before it); return the count after `rec`."""
+    name, the number of events before it); return the number of events up to the end of `rec`."""
     for op in rec.ops:
         kind = op[0]
         if kind == _EMIT:
             pos += 1
         elif kind == _ENTER or kind == _LOAD:
             child = op[2]
-            pos = _spawns(child, prefix + op[3], pos, found, seen) if child.spawns else pos + child.count
+            pos = _spawns(child, pos, found, seen) if child.spawns else pos + child.count
         elif kind == _SPAWN:
             enter = op[1]
             if enter[1] not in seen:
                 seen.add(enter[1])
-                found.append((enter, op[2], prefix + (enter[4],), pos))
+                found.append((enter, op[2], pos))
     return pos
 
 
@@ -994,9 +995,9 @@ class _Program:
         # (_EMIT, event) (_LOAD, ((Module, Frame, bit, memo), ...))
         # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo): the walker's bit and memo, worked out once
         # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
-    # (_SPAWN, the _ENTER op, the starter's name): a function handed to a fresh process, not walked here
-    # (_START, method): set_start_method(method) (_DEFAULT, the _ENTER op, the starter's name): a bare
-    # Process's function, walked here or handed to a fresh process as the start method set then says
+        # (_SPAWN, the _ENTER op, the starter's name): a function handed to a fresh process, not walked here
+        # (_START, method): set_start_method(method) (_DEFAULT, the _ENTER op, the starter's name): a bare
+        # Process's function, walked here or handed to a fresh process, as the start method set then says
         self.ops = ops
         self.heads = heads
         self.search = search
@@ -1432,15 +1433,15 @@ class _Walker:
     def processes(self, root: _Record) -> list[EntryTrace]:
         """The fresh processes a run's record starts (EntryTrace.processes), each walked from a fresh state."""
         found: list = []
-        _spawns(root, (), 0, found, set())
+        _spawns(root, 0, found, set())
         out = []
-        for enter, api, frames, pos in found[:MAX_PROCESSES]:
+        for enter, api, pos in found[:MAX_PROCESSES]:
             inherited = [e for p, e in root.effects if p < pos and e.what.__class__ is EnvWrite]
-            out.append(self._process(enter, api, frames[-1], inherited))
+            out.append(self._process(enter, api, inherited))
         return out
 
-    def _process(self, enter: tuple, api: str, call: Frame, inherited: list[TraceEvent]) -> EntryTrace:
-        _, key, target_mod, func, _, _, bit, memo = enter
+    def _process(self, enter: tuple, api: str, inherited: list[TraceEvent]) -> EntryTrace:
+        _, key, target_mod, func, call, _, bit, memo = enter  # `call`: the starter's call site
         walker = _Walker(self.project, self.search, target_mod)
         walker.main = main = self.main
         root = walker.rec
