@@ -114,4 +114,59 @@ def global_rng_library(qualname: str) -> str | None:
 # pass must keep their calls (opscan.lint.relevance).
 INIT_PROCESS_GROUP = ("torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group")
 INIT_DEVICE_MESH = ("torch.distributed.init_device_mesh", "torch.distributed.device_mesh.init_device_mesh")
-READ_CALLS = (*INIT_PROCESS_GROUP, *INIT_DEVICE_MESH)
+# The process-wide start method that a bare `Process` uses (the linker reads it: see _STARTERS below).
+START_METHOD_SETTERS = ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method")
+READ_CALLS = (*INIT_PROCESS_GROUP, *INIT_DEVICE_MESH, *START_METHOD_SETTERS)
+
+
+# -- calls that run a function in new processes ------------------------------------------
+#
+# A child started by spawn (or forkserver) is a fresh interpreter: it inherits the parent's
+# environment variables, but not torch's determinism and cuDNN flags nor any RNG's state, which
+# it sets up again from its own code (the main module's top level, run again as __mp_main__, and
+# the target's). A forked child starts as a copy of the parent, state and all.
+
+# multiprocessing.get_context(method) returns an instance of one of these (torch.multiprocessing
+# re-exports multiprocessing's); the facts pass names a variable bound to one by its class.
+CONTEXT_GETTERS = frozenset({"multiprocessing.get_context", "torch.multiprocessing.get_context"})
+CONTEXT_CLASSES = {
+    "spawn": "multiprocessing.context.SpawnContext",
+    "forkserver": "multiprocessing.context.ForkServerContext",
+    "fork": "multiprocessing.context.ForkContext",
+}
+FRESH_METHODS = frozenset({"spawn", "forkserver"})
+# Calls whose function arguments run in the new processes: where the start method is read
+# (keyword, position) and its default. A bare `multiprocessing.Process` starts by the method
+# `set_start_method` chose, else by the platform's default ("default": fork on Linux through
+# Python 3.13, read as fork; see docs/rules.md, DET001).
+_STARTERS: dict[str, tuple[str | None, int | None, str]] = {
+    **dict.fromkeys(
+        (
+            "torch.multiprocessing.spawn",
+            "torch.multiprocessing.spawn.spawn",
+            "torch.multiprocessing.start_processes",
+            "torch.multiprocessing.spawn.start_processes",
+        ),
+        ("start_method", 5, "spawn"),
+    ),
+    **{f"{cls}.Process": (None, None, method) for method, cls in CONTEXT_CLASSES.items()},
+    **dict.fromkeys(("multiprocessing.Process", "multiprocessing.context.Process", "torch.multiprocessing.Process"), (None, None, "default")),
+}
+PROCESS_STARTERS = frozenset(_STARTERS)
+
+
+def start_method(qualname: str | None, args: CallArgs) -> str | None:
+    """How a call starts the processes that run the functions it gets ("spawn", "fork", ..., "default" for
+    the method set process-wide); None where it starts none, or the method is not a literal."""
+    found = _STARTERS.get(qualname) if qualname else None
+    if found is None:
+        return None
+    keyword, position, default = found
+    method = args.get(keyword, position, default) if keyword else default
+    return method if isinstance(method, str) else None
+
+
+def method_set(args: CallArgs) -> str | None:
+    """The start method a `set_start_method(...)` call sets, where it is a literal."""
+    method = args.get("method", 0, UNKNOWN)
+    return method if isinstance(method, str) else None

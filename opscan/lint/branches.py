@@ -98,3 +98,27 @@ def apart(tree: ast.Module, a: int, b: int) -> bool:
             if None not in where and where[0] != where[1]:
                 return True
         body = [s for suite in suites(stmt) for s in suite]
+
+
+def shared_branch(tree: ast.Module, a: int, b: int) -> tuple[int, int] | None:
+    """The first and last lines of the innermost branch of an `if` (its body, an `elif`'s, its `else`) that
+    holds both lines `a` and `b`, so that a pass through that `if` runs both or neither; None where none does
+    (or they are `apart`)."""
+    import ast
+
+    body, found = tree.body, None
+    while True:
+        stmt = statement_at(body, a)
+        if stmt is None or stmt is not statement_at(body, b):
+            return found
+        if isinstance(stmt, ast.If):
+            held = branches(stmt)
+            where = [next((i for i, suite in enumerate(held) if statement_at(suite, line) is not None), None) for line in (a, b)]
+            if where[0] is None or where[1] is None:  # on the test's line: it runs whenever the `if` does
+                return found
+            if where[0] != where[1]:  # apart
+                return None
+            body = held[where[0]]
+            found = (body[0].lineno, body[-1].end_lineno or body[-1].lineno)
+        else:
+            body = [s for suite in suites(stmt) for s in suite]

@@ -221,6 +221,41 @@ class Context:
                     return True
         return False
 
+    def shared_branch(self, one: TraceEvent, other: TraceEvent) -> tuple[str, int, int] | None:
+        """The innermost branch of an `if` that runs both `one` and `other` (or the calls that lead to them,
+        in the same file) or neither: (path, its first line, its last line); None where there is none."""
+        from opscan.lint.branches import shared_branch
+
+        for path, line in _places(one):
+            for at, there in _places(other):
+                if at != path:
+                    continue
+                tree = self._tree(path)
+                found = shared_branch(tree, line, there) if tree is not None else None
+                if found is not None:
+                    return path, found[0], found[1]
+        return None
+
+    @staticmethod
+    def runs_in(event: TraceEvent, branch: tuple[str, int, int]) -> bool:
+        """Does `event`, or a call that leads to it, sit in `branch` (a `shared_branch`)?"""
+        path, first, last = branch
+        return any(at == path and first <= line <= last for at, line in _places(event))
+
+    def _tree(self, path: str):
+        """The syntax tree of a module of the trace, read once (Context._read); None where it cannot be read."""
+        from opscan.lint.branches import file_lines, lines_of, parse_lines
+
+        read = self._read
+        if path not in read:
+            entry = self.trace.entry.facts
+            read[path] = (lines_of(entry) if path == entry.path else file_lines(path), None)
+        lines, tree = read[path]
+        if tree is None and lines is not None:
+            tree = parse_lines(lines)
+            read[path] = (lines, tree)
+        return tree
+
     @cached_property
     def _read(self) -> dict[str, tuple]:
         """path -> (its lines, its tree), each read once and the tree only where asked for (Context.apart)."""
@@ -298,6 +333,18 @@ class Context:
                 properties=properties,
             )
         )
+
+
+def process_text(ctx: Context, path: str) -> str:
+    """' in the fresh process `torch.multiprocessing.spawn` starts (line 14)' where the trace is such a
+    process (EntryTrace.processes), for a finding at `path`; '' for the script's own run."""
+    started = ctx.trace.started
+    if started is None:
+        return ""
+    import os.path
+
+    at = f"line {started.loc.line}" if started.path == path else f"{os.path.basename(started.path)}:{started.loc.line}"
+    return f" in the fresh process `{started.callee}` starts ({at}), a new interpreter that inherits the parent's environment variables but not its determinism flags or seeds"
 
 
 def via_text(event: TraceEvent) -> str:

@@ -185,20 +185,23 @@ class _EntryLinter:
             raw = [Finding(det000.RULE.code, f"Could not analyse file: {facts.error}", module.path, loc.line, loc.col, loc.end_line, loc.end_col)]
         else:
             trace = self.project.trace(module)
-            if trace.deep:
-                self.too_deep.add(str(path))
-            if trace.truncated:
-                self.too_long.add(str(path))
-            if self.unresolved is not None:
-                for package, where in trace.libraries.items():
-                    self.unresolved.setdefault(package, where)
-                for module, where in trace.missing.items():  # dotted: found a namespace folder, not the module
-                    self.unresolved.setdefault(module, where)
-            ctx = Context(trace, self.torch[path], self._versions(path))
-            for rule in CHECKS:
-                if rule.RULE.code in self.enabled:
-                    rule.check(ctx)
-            raw = ctx.findings
+            raw = []
+            # The script's own run, then each fresh process it starts (mp.spawn's workers), in its own state.
+            for run in (trace, *trace.processes()):
+                if run.deep:
+                    self.too_deep.add(str(path))
+                if run.truncated:
+                    self.too_long.add(str(path))
+                if self.unresolved is not None:
+                    for package, where in run.libraries.items():
+                        self.unresolved.setdefault(package, where)
+                    for module, where in run.missing.items():  # dotted: found a namespace folder, not the module
+                        self.unresolved.setdefault(module, where)
+                ctx = Context(run, self.torch[path], self._versions(path))
+                for rule in CHECKS:
+                    if rule.RULE.code in self.enabled:
+                        rule.check(ctx)
+                raw += ctx.findings
         return [self._final(f) for f in raw if self._kept(f)]
 
     def _versions(self, path: Path):

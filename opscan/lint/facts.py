@@ -19,7 +19,7 @@ import warnings
 
 from opscan._plain import Plain, by_fields
 from opscan.lint import apis, frameworks
-from opscan.lint.apis import DATALOADERS, READ_CALLS
+from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 19  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off
+FACTS_VERSION = 20  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -722,6 +722,15 @@ class _FactsBuilder:
                 kwargs.append((k.arg, self._settings(k.value, scope) or v if follow and v is UNKNOWN else v))
         return CallArgs(tuple(args), tuple(kwargs), star)
 
+    def _context(self, call: ast.Call, scope: _Scope) -> str | None:
+        """The class of the multiprocessing context a call returns: `get_context("spawn")` is a SpawnContext;
+        None where it is not such a call, or its method is not a literal."""
+        if self.qualify(call.func, scope) not in CONTEXT_GETTERS:
+            return None
+        node = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "method"), None)
+        method = self.value(node, scope) if node is not None else None
+        return CONTEXT_CLASSES.get(method) if isinstance(method, str) else None
+
     def _settings(self, node: ast.AST, scope: _Scope) -> Built | None:
         """The settings object an argument is, built inline or bound to a name in scope."""
         if node.__class__ is ast.Name:
@@ -923,6 +932,12 @@ class _FactsBuilder:
             if held:
                 qualname = f"{held}.__call__"  # model(x) runs Net.forward
         method = func.attr if func.__class__ is ast.Attribute else None
+        if method == "Process" and func.value.__class__ is ast.Call:  # get_context("spawn").Process(...)
+            context = self._context(func.value, scope)
+            if context:
+                qualname = f"{context}.Process"
+        # What a new process runs may be imported: mp.Process(target=spawned_train) (OpenNMT's onmt/bin/train.py).
+        starter = qualname in PROCESS_STARTERS
         # Local functions handed over by name, alone or in a display (or a name bound to one): Fire(main),
         # spawn(worker), Fire({"train": train}); or called through a subscription of such a name,
         # COMMANDS[name](). Each may run there, as a call of it would.
@@ -936,7 +951,7 @@ class _FactsBuilder:
                 cls = value.__class__
                 if cls is Name:
                     q = scope.lookup(value.id)
-                    if q and q.startswith(_THIS_DOT):
+                    if q and (starter or q.startswith(_THIS_DOT)):
                         refs.append(q)
                     elif tables:
                         refs += scope.table(value.id)
@@ -947,7 +962,7 @@ class _FactsBuilder:
                 cls = value.__class__
                 if cls is Name:
                     q = scope.lookup(value.id)
-                    if q and q.startswith(_THIS_DOT):
+                    if q and (starter or q.startswith(_THIS_DOT)):
                         refs.append(q)
                     elif tables:
                         refs += scope.table(value.id)
@@ -1139,6 +1154,8 @@ class _FactsBuilder:
                 return
             func = value.func
             callee = self.qualify(func, scope)
+            if callee in CONTEXT_GETTERS:  # mp = get_context("spawn"): its class, which says how it starts processes
+                callee = self._context(value, scope) or callee
             if callee:
                 scope.instances[name] = callee
                 if callee in SETTINGS_CLASSES:

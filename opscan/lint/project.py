@@ -18,9 +18,9 @@ from _imp import extension_suffixes
 
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
-from opscan.lint.apis import DATALOADERS
+from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, method_set, start_method
 from opscan.lint.facts import GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts
-from opscan.lint.model import UNKNOWN, Call, Guard, Import, Imported, Loader, Loc
+from opscan.lint.model import UNKNOWN, Call, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 
 TYPE_CHECKING = False
@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
 
 MAX_DEPTH = 40
 MAX_EVENTS = 50_000
+MAX_PROCESSES = 16  # the functions one run hands to fresh processes that are followed, in the order they start
 _NOT_LOOKED_UP = object()
 # Module files Python imports without source (read as no project file): a compiled extension, or a
 # bare .pyc. Beside a folder of the same name they win, as any module does over a namespace portion.
@@ -118,10 +119,20 @@ class EntryTrace(Plain):
     """
 
     _fields = ("entry", "events", "reachable_calls", "truncated", "libraries")
-    __slots__ = ("entry", "effects", "truncated", "deep", "_root", "_walker", "_events", "_reachable", "_uncalled", "_libraries")
+    __slots__ = (
+        "entry", "effects", "truncated", "deep", "started", "_root", "_walker", "_events", "_reachable", "_uncalled",
+        "_libraries", "_processes", "_others",
+    )  # fmt: skip
 
-    def __init__(self, entry: Module, root: _Record | None = None, walker: _Walker | None = None):
+    def __init__(self, entry: Module, root: _Record | None = None, walker: _Walker | None = None, started: Frame | None = None):
+        # The module whose code the run starts in: the script, or for a fresh process the module that
+        # defines the function it runs (what an anchor is found in, and a fix of the process goes into).
         self.entry = entry
+        self.started = started  # for a fresh process (see processes): the call that started it, `callee` the starter
+        self._processes: list[EntryTrace] | None = None
+        # The functions the other processes of the run walk (see processes): None for the script's own run,
+        # whose are its processes'.
+        self._others: frozenset[tuple[str, str]] | None = None
         self._root = root
         self._walker = walker
         self._events: list[TraceEvent] | None = None if root is not None else []
@@ -169,8 +180,36 @@ class EntryTrace(Plain):
         """Calls that may run but whose order is unknown: all of the entry module's
         functions, methods of classes it instantiates, class bodies."""
         if self._reachable is None:
-            self._reachable = self._walker.reachable(self._root)
+            self._reachable = self._walker.reachable(self._root, self.others)
         return self._reachable
+
+    def processes(self) -> list[EntryTrace]:
+        """The runs of the functions this run hands to fresh processes (`mp.spawn(worker)`, `Process(target=...)`
+        of a spawn context), each its own trace, in the order they start (the first start of each function;
+        the processes those start in turn are not followed).
+
+        Such a process is a new interpreter: it inherits the environment variables set before it starts
+        (their events come first, as they were), then runs the script's top level again (as `__mp_main__`,
+        without its `__main__` block), the module of the function, and the function. Determinism and cuDNN
+        flags and RNG seeds set in this run do not carry over, so its events are not in this run's trace.
+        """
+        if self._processes is None:
+            root = self._root
+            self._processes = self._walker.processes(root) if root is not None and root.spawns else []
+            if self._processes:
+                walked = [self._walker.walked(root), *(self._walker.walked(p._root) for p in self._processes)]
+                for i, process in enumerate(self._processes):
+                    process._others = frozenset().union(*(w for j, w in enumerate(walked) if j != i + 1))
+        return self._processes
+
+    @property
+    def others(self) -> frozenset[tuple[str, str]]:
+        """The functions that the run's other processes walk, by (path, qualname): neither uncalled nor
+        reachable here, since they run there, in that process's state."""
+        if self._others is None:
+            processes = self.processes()
+            self._others = frozenset().union(*(self._walker.walked(p._root) for p in processes)) if processes else frozenset()
+        return self._others
 
     @property
     def libraries(self) -> dict[str, tuple[str, Loc]]:
@@ -195,7 +234,12 @@ class EntryTrace(Plain):
         """The events of the entry module's functions and methods that its run never calls (other
         code may: they are entry points too), each walked once; computed when asked."""
         if self._uncalled is None:
-            self._uncalled = self._walker.uncalled(self._root)
+            self._uncalled = self._walker.uncalled(self._root, self.others)
+            if self.started is None:
+                # What the script's fresh processes do is done by other code, as an uncalled function's
+                # is: where one of them turns determinism on, the script's own run is not asked to.
+                for process in self.processes():
+                    self._uncalled += process.events
         return self._uncalled
 
 
@@ -755,7 +799,8 @@ def _load_key(path: Path, name: str, real: str) -> tuple[str, str]:
 
 
 # The ops a _Record holds, in order.
-_EMIT, _ENTER, _LOAD, _CLASS, _LIB = 0, 1, 2, 3, 4
+_EMIT, _ENTER, _LOAD, _CLASS, _LIB, _SPAWN, _START, _DEFAULT = 0, 1, 2, 3, 4, 5, 6, 7
+_UNSET = object()  # a record's need_start or sets_start where it neither reads nor sets the start method
 
 
 class _Record:
@@ -788,7 +833,7 @@ class _Record:
     __slots__ = (
         "ops", "count", "effects", "added", "heads", "search", "need_loaded", "need_unloaded",
         "need_stacked", "need_free", "max_pass", "min_cut", "start_loaded", "start_stack", "blocks", "classes", "libs",
-        "names_ok", "walked",
+        "names_ok", "walked", "spawns", "need_start", "sets_start",
     )  # fmt: skip
 
     def __init__(self, start_loaded: int, start_stack: int):
@@ -810,6 +855,10 @@ class _Record:
         self.libs: dict[str, tuple[str, Loc]] | None = None
         self.names_ok: frozenset[str] | None = None  # the last entry folder's names found disjoint from `heads`
         self.walked: frozenset[tuple[str, str]] | None = None  # the functions entered inside: built when asked for
+        self.spawns = False  # it holds a _SPAWN op, inside records too: a function handed to a fresh process
+        # The start method a bare Process found set (before it set one itself), and the last one it set.
+        self.need_start: object = _UNSET
+        self.sets_start: object = _UNSET
 
     def ok_for(self, names: frozenset[str]) -> bool:
         self.names_ok = names
@@ -862,6 +911,24 @@ def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_wor
             if not whole:
                 return
             done.add(id(child))
+
+
+def _spawns(rec: _Record, pos: int, found: list, seen: set) -> int:
+    """Append to `found` the _SPAWN ops below `rec` (each function's first), as (its _ENTER op, the starter's
+    name, the number of events before it); return the number of events up to the end of `rec`."""
+    for op in rec.ops:
+        kind = op[0]
+        if kind == _EMIT:
+            pos += 1
+        elif kind == _ENTER or kind == _LOAD:
+            child = op[2]
+            pos = _spawns(child, pos, found, seen) if child.spawns else pos + child.count
+        elif kind == _SPAWN:
+            enter = op[1]
+            if enter[1] not in seen:
+                seen.add(enter[1])
+                found.append((enter, op[2], pos))
+    return pos
 
 
 def _entered_below(top: _Record) -> set[tuple[str, str]]:
@@ -928,6 +995,9 @@ class _Program:
         # (_EMIT, event) (_LOAD, ((Module, Frame, bit, memo), ...))
         # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo): the walker's bit and memo, worked out once
         # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
+        # (_SPAWN, the _ENTER op, the starter's name): a function handed to a fresh process, not walked here
+        # (_START, method): set_start_method(method) (_DEFAULT, the _ENTER op, the starter's name): a bare
+        # Process's function, walked here or handed to a fresh process, as the start method set then says
         self.ops = ops
         self.heads = heads
         self.search = search
@@ -938,6 +1008,8 @@ class _Walker:
         self.project = project
         self.search = search
         self.entry = entry
+        self.main = entry  # the script: a fresh process runs its top level again
+        self.start: str | None = None  # the start method set_start_method chose; None: the default, read as fork
         self.calls = project.calls
         self.folder_names = project._search_names[search[0]]  # what sharing a walk depends on (see _Record.heads)
         self.module_bit, self.function_bit = project._module_bit, project._function_bit
@@ -1024,13 +1096,21 @@ class _Walker:
             qualname = what.qualname
             target = resolve(qualname, mod, search) if qualname else None
             self._compile_call(ops, mod, ev, qualname, target)
+            if qualname in START_METHOD_SETTERS and method_set(what.args):
+                ops.append((_START, method_set(what.args)))
             refs = what.refs
             if refs and i + 1 < len(events) and self._builds_loader(mod, events[i + 1].what):
                 refs = ()  # a DataLoader's callbacks run where its Loader event, next, says (in workers or not)
+            # A fresh process (spawn, forkserver) runs them in its own state: see EntryTrace.processes.
+            method = start_method(qualname, what.args) if refs else None
             for ref in refs:  # functions handed to a runner: Fire(main), spawn(worker)
                 ref_target = resolve(ref, mod, search)
                 if ref_target and ref_target[0] == "function":
-                    ops.append(self._enter_op(mod, ev, ref_target[1], ref_target[2]))
+                    enter = self._enter_op(mod, ev, ref_target[1], ref_target[2])
+                    if method in FRESH_METHODS:
+                        ops.append((_SPAWN, enter, qualname))
+                    else:
+                        ops.append((_DEFAULT, enter, qualname) if method == "default" else enter)
         return ops
 
     def _compile_call(self, ops: list[tuple], mod: Module, ev, qualname, target) -> None:
@@ -1118,7 +1198,19 @@ class _Walker:
             elif kind == _LIB:  # kept where the import is not too deep to follow, as load() would
                 if not self._deep():
                     out.append(op)
+            elif kind == _START:
+                self.start = rec.sets_start = op[1]
+            elif kind == _DEFAULT:
+                if rec.sets_start is _UNSET and rec.need_start is _UNSET:
+                    rec.need_start = self.start  # what the record depends on
+                if self.start in FRESH_METHODS:
+                    rec.spawns = True
+                    out.append((_SPAWN, op[1], op[2]))
+                else:
+                    self.enter(op[1])
             else:
+                if kind == _SPAWN:
+                    rec.spawns = True
                 out.append(op)
 
     def _deep(self) -> bool:
@@ -1193,6 +1285,8 @@ class _Walker:
             rec = found
             self.loaded |= rec.added
             self.stack |= rec.blocks
+            if rec.sets_start is not _UNSET:
+                self.start = rec.sets_start
         else:
             prog = self.program(memo, mod, events, imported, func)
             rec = self.rec = _Record(self.loaded, self.stack)
@@ -1220,6 +1314,7 @@ class _Walker:
                 and rec.need_loaded & loaded == rec.need_loaded
                 and not rec.need_free & stack
                 and rec.need_stacked & stack == rec.need_stacked
+                and (rec.need_start is _UNSET or rec.need_start == self.start)
             ):
                 if rec.search is not None:
                     if rec.search == self.search:
@@ -1243,6 +1338,12 @@ class _Walker:
         parent.need_stacked |= rec.need_stacked & parent.start_stack
         parent.need_free |= rec.need_free
         parent.added |= rec.added
+        if rec.spawns:
+            parent.spawns = True
+        if rec.need_start is not _UNSET and parent.need_start is _UNSET and parent.sets_start is _UNSET:
+            parent.need_start = rec.need_start
+        if rec.sets_start is not _UNSET:
+            parent.sets_start = rec.sets_start
         count = parent.count
         parent.effects += [
             (count + pos, TraceEvent(e.what, e.path, e.loc, child_via + e.via, e.api, worker or e.worker))
@@ -1268,11 +1369,12 @@ class _Walker:
                 walked |= child.walked
         return walked
 
-    def reachable(self, root: _Record) -> list[TraceEvent]:
-        """Calls of every function of the entry module and of the classes instantiated, and what they reach."""
+    def reachable(self, root: _Record, others: frozenset[tuple[str, str]] = frozenset()) -> list[TraceEvent]:
+        """Calls of every function of the entry module and of the classes instantiated, and what they reach;
+        not of `others` (run by another process)."""
         self.classes = dict(_classes_of(root))  # instantiated, in the order they first were
         calls: list[TraceEvent] = []
-        done = self.walked(root)
+        done = self.walked(root) | others
         pending = [(self.entry, f) for f in self.entry.facts.functions.values()]
         pending += self.instantiated_methods()
         while pending:
@@ -1285,16 +1387,17 @@ class _Walker:
             pending.extend(more)
         return calls
 
-    def uncalled(self, root: _Record) -> list[TraceEvent]:
+    def uncalled(self, root: _Record, others: frozenset[tuple[str, str]] = frozenset()) -> list[TraceEvent]:
         """The events of the entry module's functions and methods that its run never entered, and of
         what they call and import, each function walked once (the order does not matter here).
 
         A walk of its own from a fresh state (only the entry loaded), over the shared programs,
         without records: those hold for walks that enter a function again. The events keep
-        their own `via`, relative to the function they are in.
+        their own `via`, relative to the function they are in. `others`: functions another
+        process of the run walks, not uncalled.
         """
         entry, out = self.entry, []
-        walked = self.walked(root)
+        walked = self.walked(root) | others
         loaded, stack = {entry.path}, set()
 
         def walk(prog: _Program, depth: int) -> None:
@@ -1305,6 +1408,8 @@ class _Walker:
                         out.append(op[1])
                 elif kind == _ENTER:
                     enter(op[1], op[2], op[3], depth)
+                elif kind == _DEFAULT:  # walked as a fork's, whatever the start method: the order is not known here
+                    enter(op[1][1], op[1][2], op[1][3], depth)
                 elif kind == _LOAD and depth < MAX_DEPTH:
                     for target, *_ in op[1]:
                         if target is not None and target.path not in loaded:
@@ -1324,6 +1429,35 @@ class _Walker:
             if func.qualname != "<class bodies>":
                 enter((entry.path, func.qualname), entry, func, 0)
         return out
+
+    def processes(self, root: _Record) -> list[EntryTrace]:
+        """The fresh processes a run's record starts (EntryTrace.processes), each walked from a fresh state."""
+        found: list = []
+        _spawns(root, 0, found, set())
+        out = []
+        for enter, api, pos in found[:MAX_PROCESSES]:
+            inherited = [e for p, e in root.effects if p < pos and e.what.__class__ is EnvWrite]
+            out.append(self._process(enter, api, inherited))
+        return out
+
+    def _process(self, enter: tuple, api: str, inherited: list[TraceEvent]) -> EntryTrace:
+        _, key, target_mod, func, call, _, bit, memo = enter  # `call`: the starter's call site
+        walker = _Walker(self.project, self.search, target_mod)
+        walker.main = main = self.main
+        root = walker.rec
+        for event in inherited:  # the environment it starts with: set by the parent, as it was set there
+            root.effects.append((root.count, event))
+            root.ops.append((_EMIT, event))
+            root.count += 1
+        # Where the process begins, for the frames of its events: the function's definition, so that
+        # its findings point into its module (`TraceEvent.anchor`), where its own setup belongs.
+        start = Frame(target_mod.path, func.loc, call.callee)
+        loads = [(main, start, self.module_bit(main.path), (_LOAD, main.path, main.name))]
+        if target_mod.path != main.path:  # unpickling the function imports its module
+            loads.append((target_mod, start, self.module_bit(target_mod.path), (_LOAD, target_mod.path, target_mod.name)))
+        walker.load(tuple(loads))
+        walker.enter((_ENTER, key, target_mod, func, start, False, bit, memo))
+        return EntryTrace(target_mod, root, walker, Frame(call.path, call.loc, api))
 
     def instantiated_methods(self):
         out = []

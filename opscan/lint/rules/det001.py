@@ -31,6 +31,33 @@ be entry points for other code (a `PtlTrainer.setup` that builds
 `Trainer(deterministic=True)`, called by a launcher): when such code would turn
 determinism on, the rule stays silent, as it does for code behind a condition.
 
+A function the script hands to a fresh process is checked in that process's
+own state: `torch.multiprocessing.spawn(worker)`, `start_processes(worker)`
+(whose default method is spawn), and `Process(target=worker)` of a
+`get_context("spawn")` or `get_context("forkserver")` context. Such a process
+is a new interpreter: it inherits the environment variables set before it
+starts (`CUBLAS_WORKSPACE_CONFIG`), and runs the script's top level again
+(without its `__main__` block), then the worker's module and the worker; the
+parent's `use_deterministic_algorithms`, cuDNN flags and seeds do not carry
+over. So a worker that seeds where only the parent turns determinism on is
+reported at the worker's seed (in its module, for a worker defined elsewhere),
+and the fix goes there. A parent that seeds and leaves determinism to its
+workers is not reported where they turn it on, as for code the script hands
+to others to call. What the worker does is not the parent's, and the
+other rules judge it there too (DET002 where the variable is set only after
+the process starts, DET007 only where the worker itself turns determinism on).
+A forked child (`get_context("fork")`, `start_method="fork"`) starts as a copy
+of the parent, state and all, so its code runs as a call of the worker where
+it is started. A bare `multiprocessing.Process` starts by the method that
+`multiprocessing.set_start_method(...)` set before it, where the script sets
+one; else by the platform's default, read as fork: Linux's default up to
+Python 3.13, and CUDA training runs on Linux. (macOS and Windows default to
+spawn, and Python 3.14 made Linux's forkserver; reading the default as spawn
+would report workers whose determinism does hold on every Linux run before
+3.14, so such a worker is checked fresh only where the script names spawn
+itself.) `torchrun` and `torch.distributed.elastic` start separate scripts:
+each is its own entry.
+
 A script that never runs torch is not flagged either: one whose code, and
 the project modules it imports, import nothing but the standard library and
 libraries that never run torch (numpy, pandas, scikit-learn, PIL, OpenCV,
@@ -108,7 +135,7 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.branches import branches, is_elif, lines_of, parse_lines, statement_at, suites
-from opscan.lint.context import Context, api_name, how, via_text
+from opscan.lint.context import Context, api_name, how, process_text, via_text
 from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
 from opscan.lint.modelled import helper
@@ -158,7 +185,7 @@ def check(ctx: Context) -> None:
         if idiom is not None:  # the project may be on a release without the switch
             advice += idiom.alternative()
         fix = Fix(f"Insert `torch.use_deterministic_algorithms(True)` {where}", "safe", edit)
-    ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{note}; {advice}", fix)
+    ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{process_text(ctx, path)}{note}; {advice}", fix)
 
 
 def _turned_off(ctx: Context, off: TurnedOff) -> None:

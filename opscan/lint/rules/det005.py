@@ -18,7 +18,15 @@ A `True` in one branch of an `if` whose other branch asks for determinism
 script's own fast path for runs that do not ask for it (torchvision's
 references: `if args.use_deterministic_algorithms: ... else:
 torch.backends.cudnn.benchmark = True`): it is not reported, unless determinism
-is also turned on outside such a branch.
+is also turned on outside such a branch. Nor is the same choice written as
+strict by default, then an opt-out: determinism asked for outside an `if`
+(`cudnn.deterministic = True`, `use_deterministic_algorithms(True)`), and the
+branch that turns benchmarking on turning each of them off again before it
+(espnet's `if args.debugmode < 1: torch.backends.cudnn.deterministic = False;
+torch.backends.cudnn.benchmark = True`): where the `True` runs, nothing asks
+for determinism, as in the `else` above. A branch that leaves one of them on,
+an opt-out that runs whether or not the `True` does, or an ask after it that
+runs with it, is still reported.
 
 ## Why is this bad?
 With benchmarking on, cuDNN times several convolution algorithms on the first
@@ -71,7 +79,7 @@ def check(ctx: Context) -> None:
             continue
         if ctx.overridden(event, _turns_benchmark_off, branches=True) is not None:
             continue  # turned off again before any CUDA work ran with it
-        if _chosen_instead_of_determinism(ctx, event):
+        if _chosen_instead_of_determinism(ctx, event) or _opted_out_with(ctx, event):
             continue
         entry = helper(event.api)
         if event.api is None:  # an assignment
@@ -95,11 +103,17 @@ def _turns_benchmark_off(what) -> bool:
     return what.__class__ is Cudnn and what.flag == "benchmark" and what.value is False
 
 
-def _asks_for_determinism(what) -> bool:
+def _determinism_set(what):
+    """What an effect sets determinism to (use_deterministic_algorithms' mode, or cudnn.deterministic's value:
+    True, False or UNKNOWN); None where it is neither."""
     cls = what.__class__
     if cls is Determinism:
-        return what.mode is True
-    return cls is Cudnn and what.flag == "deterministic" and what.value is True
+        return what.mode
+    return what.value if cls is Cudnn and what.flag == "deterministic" else None
+
+
+def _asks_for_determinism(what) -> bool:
+    return _determinism_set(what) is True
 
 
 def _chosen_instead_of_determinism(ctx: Context, event: TraceEvent) -> bool:
@@ -109,6 +123,35 @@ def _chosen_instead_of_determinism(ctx: Context, event: TraceEvent) -> bool:
     if not any(ctx.apart(event, other) for other in asks):
         return False
     return all(ctx.apart(event, other) for other in asks if other.what.__class__ is Determinism)
+
+
+def _opted_out_with(ctx: Context, event: TraceEvent) -> bool:
+    """Is this `True` the fast path of a script strict by default: asked for outside an `if`, determinism is
+    turned off again, before it, in the branch of that `if` that holds it (espnet's
+    `if args.debugmode < 1: cudnn.deterministic = False; cudnn.benchmark = True`)? The same choice as
+    `if ...: (strict) else: (fast)`: where the `True` runs, nothing asks for determinism."""
+    effects = ctx.trace.effects
+    index = ctx._positions.get(id(event))
+    if index is None:
+        return False
+    last: dict[type, TraceEvent] = {}  # for each switch (Determinism, cudnn.deterministic), its last write before
+    asked: list[TraceEvent] = []
+    for earlier in effects[:index]:
+        value = _determinism_set(earlier.what)
+        if value is not None and not ctx.apart(event, earlier):
+            last[earlier.what.__class__] = earlier
+            if value is True:
+                asked.append(earlier)
+    if not asked or not all(_determinism_set(e.what) is False for e in last.values()):
+        return False  # never asked for, or still asked for (or maybe: a computed mode) where the `True` runs
+    for off in last.values():
+        branch = ctx.shared_branch(event, off)
+        if branch is None:
+            return False  # turned off whether or not the `True` runs: not a choice between the two
+        if all(ctx.runs_in(ask, branch) for ask in asked):
+            return False  # asked for in that branch too: nothing outside it is strict
+    # Asked for again after it, where the `True` runs: not a fast path.
+    return not any(_asks_for_determinism(e.what) and not ctx.apart(event, e) for e in effects[index + 1 :])
 
 
 # -- the fix ------------------------------------------------------------------------
