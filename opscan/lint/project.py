@@ -19,7 +19,9 @@ from _imp import extension_suffixes
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
 from opscan.lint.apis import DATALOADERS
-from opscan.lint.facts import GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts
+from opscan.lint.facts import (
+    GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, SUPER_CALL, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts,
+)  # fmt: skip
 from opscan.lint.model import UNKNOWN, Call, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 
@@ -646,7 +648,10 @@ class Project:
         if qualname in MODELS:
             return ("model", qualname, MODELS[qualname])
         if qualname.startswith(THIS + "."):
-            return self._in_module(mod, qualname[len(THIS) + 1 :], search, depth)
+            local = qualname[len(THIS) + 1 :]
+            if "<" in local:  # `super().name` in a method (facts.SUPER_CALL)
+                return self.through_class(mod, local, search, depth)
+            return self._in_module(mod, local, search, depth)
         parts = qualname.split(".")
         for i in range(len(parts) - 1, 0, -1):
             target = self.find_module(".".join(parts[:i]), search)
@@ -670,6 +675,15 @@ class Project:
             return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
         return None
 
+    def through_class(self, mod: Module, local: str, search: tuple[str, ...], depth: int = 0):
+        """What `super().name` in a method of a class C of `mod` names (`local`: "C<super>.name", as resolve
+        gets it): the method as C's bases have it (a modelled class's constructor or method too)."""
+        owner, _, name = local.partition(SUPER_CALL)
+        cls = mod.facts.classes.get(owner)
+        if cls is None or not name:
+            return None
+        return self._in_bases(mod, cls, name, search, depth)
+
     def find_method(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int = 0):
         """A method looked up through the class and its bases; model keys for framework bases."""
         names = ("__call__", "forward") if name == "__call__" else (name,)
@@ -677,8 +691,13 @@ class Project:
             key = f"{cls.name}.{n}"
             if key in mod.facts.functions:
                 return ("function", mod, mod.facts.functions[key])
+        return self._in_bases(mod, cls, name, search, depth)
+
+    def _in_bases(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int):
+        """find_method through the bases of `cls` alone, in order."""
         if depth > 8:
             return None
+        names = ("__call__", "forward") if name == "__call__" else (name,)
         for base in cls.bases:
             if not base:
                 continue
@@ -1046,7 +1065,8 @@ class _Walker:
             name, model = target[1], target[2]
             for effect in model(what.args):
                 ops.append((_EMIT, TraceEvent(effect, path, loc, (), name)))
-            ops.append((_EMIT, TraceEvent(what, path, loc, (), qualname)))
+            # `super().__init__(...)` is the modelled call, for the rules that ask what was called.
+            ops.append((_EMIT, TraceEvent(what, path, loc, (), name if SUPER_CALL in qualname else qualname)))
         elif kind == "function":
             ops.append(self._enter_op(mod, ev, target[1], target[2]))
         elif kind == "class":
