@@ -31,12 +31,14 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 20  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: `super().name` in methods (SUPER_CALL)
+FACTS_VERSION = 21  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: `super().name` in methods (SUPER_CALL); 21: `cls.name` in methods (CLS_CALL)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
-# In a method of class C, `super().name` is "$.C<super>.name" (any parts after it follow): the linker
-# looks the name up in C's bases. "<" is in no identifier, so it cannot be mistaken for a name.
+# In a method of class C, `cls.name` is "$.C<cls>.name" and `super().name` "$.C<super>.name" (any parts
+# after the name follow): the linker looks `cls.name` up in the class the method was called on (C where
+# that is not known) and `super().name` in C's bases. "<" is in no identifier: neither is mistaken for a name.
+CLS_CALL = "<cls>."
 SUPER_CALL = "<super>."
 # No API or project module is named by more parts than this. A longer chain (`x.cuda().cuda()...`
 # thousands deep) is unknown: naming each of its calls would take time and memory quadratic in its length.
@@ -664,10 +666,11 @@ class _FactsBuilder:
                 return None
             value = node.value
             if value.__class__ is Name:
-                if value.id == "self" and scope.class_name and scope.lookup("self") is None:
-                    base = f"{THIS}.{scope.class_name}.{node.attr}"
+                name = value.id
+                if (name == "self" or name == "cls") and scope.class_name and scope.lookup(name) is None:
+                    base = f"{THIS}.{scope.class_name}{'.' if name == 'self' else CLS_CALL}{node.attr}"
                     break
-                held = scope.instance(value.id)
+                held = scope.instance(name)
                 if held:
                     base = f"{held}.{node.attr}"
                     break
