@@ -1088,8 +1088,11 @@ class _Walker:
         path, loc, what = mod.path, ev.loc, ev.what
         if target is None:
             # A call that leads nowhere, and that the call filter would have left out of the
-            # facts (a module read with every call, see Project.module_at), is no event.
-            if self.calls is None or what.refs or self.calls.dropped_library(qualname, what.method) is None:
+            # facts (a module read with every call, see Project.module_at), is no event. Nor is a
+            # `cls.name()` or `super().name()` that leads nowhere (`super().__init__()` of a library's
+            # class), unless its method name is one the filter keeps, as for a callee it cannot name.
+            named = None if qualname is not None and "<" in qualname else qualname
+            if self.calls is None or what.refs or self.calls.dropped_library(named, what.method) is None:
                 ops.append((_EMIT, TraceEvent(what, path, loc, (), qualname)))
             return
         kind = target[0]
@@ -1100,7 +1103,8 @@ class _Walker:
             # `super().__init__(...)` is the modelled call, for the rules that ask what was called.
             ops.append((_EMIT, TraceEvent(what, path, loc, (), name if SUPER_CALL in qualname else qualname)))
         elif kind == "function":
-            callee = self._receiver(mod, qualname, target, func, receiver)
+            # Only a classmethod's calls depend on the class it is called on (inline: this runs for every call).
+            callee = self._receiver(mod, qualname, target, func, receiver) if target[2].params[:1] == ("cls",) else None
             ops.append(self._enter_op(mod, ev, target[1], target[2], receiver=callee))
         elif kind == "class":
             cls_mod, cls = target[1], target[2]
