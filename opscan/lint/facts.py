@@ -31,10 +31,15 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 20  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref
+FACTS_VERSION = 22  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
+# In a method of class C, `cls.name` is "$.C<cls>.name" and `super().name` "$.C<super>.name" (any parts
+# after the name follow): the linker looks `cls.name` up in the class the method was called on (C where
+# that is not known) and `super().name` in C's bases. "<" is in no identifier: neither is mistaken for a name.
+CLS_CALL = "<cls>."
+SUPER_CALL = "<super>."
 # No API or project module is named by more parts than this. A longer chain (`x.cuda().cuda()...`
 # thousands deep) is unknown: naming each of its calls would take time and memory quadratic in its length.
 _MAX_QUALNAME_PARTS = 64
@@ -422,6 +427,23 @@ def _forwards_init(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     )
 
 
+def _is_super(call: ast.Call, scope: _Scope) -> bool:
+    """Whether a call in a method of `scope.class_name` is `super()`, or `super(C, self)` naming that
+    class (by its own name) and a name: what the method's own class's bases provide."""
+    func = call.func
+    if func.__class__ is not ast.Name or func.id != "super" or call.keywords or scope.lookup("super") is not None:
+        return False
+    args = call.args
+    if not args:
+        return True
+    return (
+        len(args) == 2
+        and args[0].__class__ is ast.Name
+        and args[0].id == scope.class_name.rpartition(".")[2]
+        and args[1].__class__ is ast.Name
+    )
+
+
 def _is_main_guard(test: ast.AST) -> bool:
     """`if __name__ == "__main__":` in either order."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
@@ -644,13 +666,17 @@ class _FactsBuilder:
                 return None
             value = node.value
             if value.__class__ is Name:
-                if value.id == "self" and scope.class_name and scope.lookup("self") is None:
-                    base = f"{THIS}.{scope.class_name}.{node.attr}"
+                name = value.id
+                if (name == "self" or name == "cls") and scope.class_name and scope.lookup(name) is None:
+                    base = f"{THIS}.{scope.class_name}{'.' if name == 'self' else CLS_CALL}{node.attr}"
                     break
-                held = scope.instance(value.id)
+                held = scope.instance(name)
                 if held:
                     base = f"{held}.{node.attr}"
                     break
+            elif value.__class__ is ast.Call and scope.class_name and _is_super(value, scope):
+                base = f"{THIS}.{scope.class_name}{SUPER_CALL}{node.attr}"
+                break
             attrs.append(node.attr)
             if len(attrs) > _MAX_QUALNAME_PARTS:
                 return None

@@ -19,7 +19,9 @@ from _imp import extension_suffixes
 from opscan._path import Path, resolved_in
 from opscan._plain import Frozen, Plain
 from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, method_set, start_method
-from opscan.lint.facts import GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts
+from opscan.lint.facts import (
+    CLS_CALL, GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, SUPER_CALL, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts,
+)  # fmt: skip
 from opscan.lint.model import UNKNOWN, Call, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 
@@ -292,6 +294,7 @@ class Project:
         # Each module (by path) and function (by path and qualname): its bit in the records' bit sets.
         self._module_bits: dict[str, int] = {}
         self._function_bits: dict[tuple[str, str], int] = {}
+        self._uses_cls: dict[tuple[str, str], bool] = {}  # by (path, qualname): see uses_cls
         for folder in entry_dirs:
             package_root = self._package_root(str(folder))
             if package_root is not None and Path(package_root) not in self._import_bases:
@@ -690,7 +693,10 @@ class Project:
         if qualname in MODELS:
             return ("model", qualname, MODELS[qualname])
         if qualname.startswith(THIS + "."):
-            return self._in_module(mod, qualname[len(THIS) + 1 :], search, depth)
+            local = qualname[len(THIS) + 1 :]
+            if "<" in local:  # `cls.name` or `super().name` in a method (facts.CLS_CALL, SUPER_CALL)
+                return self.through_class(mod, local, None, search, depth)
+            return self._in_module(mod, local, search, depth)
         parts = qualname.split(".")
         for i in range(len(parts) - 1, 0, -1):
             target = self.find_module(".".join(parts[:i]), search)
@@ -714,6 +720,24 @@ class Project:
             return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
         return None
 
+    def through_class(
+        self, mod: Module, local: str, receiver: tuple[Module, ClassFacts] | None, search: tuple[str, ...], depth: int = 0
+    ):
+        """What `cls.name` or `super().name` in a method of a class of `mod` names (`local`: "C<cls>.name",
+        as resolve gets it): for `cls`, the method as the class the method was called on has it
+        (`receiver`: Task of `Task.main()`, which may override what C defines), else as C has it;
+        for `super()`, as C's bases have it (a modelled class's constructor or method too)."""
+        super_call = SUPER_CALL in local
+        owner, _, name = local.partition(SUPER_CALL if super_call else CLS_CALL)
+        cls = mod.facts.classes.get(owner)
+        if cls is None or not name:
+            return None
+        if super_call:
+            return self._in_bases(mod, cls, name, search, depth)
+        if receiver is not None:
+            mod, cls = receiver
+        return self.find_method(mod, cls, name, search, depth)
+
     def find_method(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int = 0):
         """A method looked up through the class and its bases; model keys for framework bases."""
         names = ("__call__", "forward") if name == "__call__" else (name,)
@@ -721,8 +745,13 @@ class Project:
             key = f"{cls.name}.{n}"
             if key in mod.facts.functions:
                 return ("function", mod, mod.facts.functions[key])
+        return self._in_bases(mod, cls, name, search, depth)
+
+    def _in_bases(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int):
+        """find_method through the bases of `cls` alone, in order."""
         if depth > 8:
             return None
+        names = ("__call__", "forward") if name == "__call__" else (name,)
         for base in cls.bases:
             if not base:
                 continue
@@ -737,6 +766,17 @@ class Project:
                 if found:
                     return found
         return None
+
+    def uses_cls(self, mod: Module, func: FunctionFacts) -> bool:
+        """Whether what a function's body calls depends on the class it is called on: a method taking
+        `cls` first (a classmethod) that calls `cls.name()` or `super().name()`."""
+        key = (mod.path, func.qualname)
+        found = self._uses_cls.get(key)
+        if found is None:
+            found = self._uses_cls[key] = func.params[:1] == ("cls",) and any(
+                ev.what.__class__ is Call and ev.what.qualname and "<" in ev.what.qualname for ev in func.events
+            )
+        return found
 
     def is_loader(self, qualname: str, mod: Module, search: tuple[str, ...]) -> bool:
         """Whether calling `qualname` (as `mod` names it) builds a torch DataLoader from the arguments
@@ -993,7 +1033,8 @@ class _Program:
 
     def __init__(self, ops: list[tuple], heads: set[str], search: tuple[str, ...] | None):
         # (_EMIT, event) (_LOAD, ((Module, Frame, bit, memo), ...))
-        # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo): the walker's bit and memo, worked out once
+        # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo, receiver): the walker's bit and memo, worked
+        # out once; receiver as in _Walker.program
         # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
         # (_SPAWN, the _ENTER op, the starter's name): a function handed to a fresh process, not walked here
         # (_START, method): set_start_method(method) (_DEFAULT, the _ENTER op, the starter's name): a bare
@@ -1027,24 +1068,29 @@ class _Walker:
 
     # -- programs ----------------------------------------------------------------
 
-    def program(self, memo: tuple, mod: Module, events, imported: bool, func: FunctionFacts | None = None) -> _Program:
-        """The program of walking `events`: a module's body, or (`func`) a function's."""
+    def program(
+        self, memo: tuple, mod: Module, events, imported: bool, func: FunctionFacts | None = None, receiver: tuple | None = None
+    ) -> _Program:
+        """The program of walking `events`: a module's body, or (`func`) a function's; `receiver`: the class
+        (Module, ClassFacts) a method using `cls` was called on, where not the class that defines it."""
         project = self.project
         for prog in project._programs.get(memo, ()):
             if prog.search == self.search if prog.search is not None else prog.heads.isdisjoint(self.folder_names):
                 return prog
         outer, project._heads = project._heads, set()
         try:
-            ops = self._compile(mod, events, imported, func)
+            ops = self._compile(mod, events, imported, func, receiver)
         finally:
             heads, project._heads = project._heads, outer
         prog = _Program(ops, heads, None if heads.isdisjoint(self.folder_names) else self.search)
         project._programs.setdefault(memo, []).append(prog)
         return prog
 
-    def _compile(self, mod: Module, events, imported: bool, func: FunctionFacts | None = None) -> list[tuple]:
+    def _compile(
+        self, mod: Module, events, imported: bool, func: FunctionFacts | None = None, receiver: tuple | None = None
+    ) -> list[tuple]:
         """The ops of walking `events`; `imported`: the module body runs on import, not as a script; `func`:
-        the function whose body they are."""
+        the function whose body they are; `receiver` as in program."""
         ops: list[tuple] = []
         emit = ops.append
         path, resolve, search = mod.path, self.project.resolve, self.search
@@ -1094,8 +1140,11 @@ class _Walker:
                 what = Call(what.qualname, what.method, what.args, what.refs, True)
                 ev = Event(ev.loc, what)
             qualname = what.qualname
-            target = resolve(qualname, mod, search) if qualname else None
-            self._compile_call(ops, mod, ev, qualname, target)
+            if receiver is not None and qualname and CLS_CALL in qualname:
+                target = self.project.through_class(mod, qualname[len(THIS) + 1 :], receiver, search)
+            else:
+                target = resolve(qualname, mod, search) if qualname else None
+            self._compile_call(ops, mod, ev, qualname, target, func, receiver)
             if qualname in START_METHOD_SETTERS and method_set(what.args):
                 ops.append((_START, method_set(what.args)))
             refs = what.refs
@@ -1113,12 +1162,17 @@ class _Walker:
                         ops.append((_DEFAULT, enter, qualname) if method == "default" else enter)
         return ops
 
-    def _compile_call(self, ops: list[tuple], mod: Module, ev, qualname, target) -> None:
+    def _compile_call(
+        self, ops: list[tuple], mod: Module, ev, qualname, target, func: FunctionFacts | None = None, receiver: tuple | None = None
+    ) -> None:
         path, loc, what = mod.path, ev.loc, ev.what
         if target is None:
             # A call that leads nowhere, and that the call filter would have left out of the
-            # facts (a module read with every call, see Project.module_at), is no event.
-            if self.calls is None or what.refs or self.calls.dropped_library(qualname, what.method) is None:
+            # facts (a module read with every call, see Project.module_at), is no event. Nor is a
+            # `cls.name()` or `super().name()` that leads nowhere (`super().__init__()` of a library's
+            # class), unless its method name is one the filter keeps, as for a callee it cannot name.
+            named = None if qualname is not None and "<" in qualname else qualname
+            if self.calls is None or what.refs or self.calls.dropped_library(named, what.method) is None:
                 ops.append((_EMIT, TraceEvent(what, path, loc, (), qualname)))
             return
         kind = target[0]
@@ -1126,9 +1180,12 @@ class _Walker:
             name, model = target[1], target[2]
             for effect in model(what.args):
                 ops.append((_EMIT, TraceEvent(effect, path, loc, (), name)))
-            ops.append((_EMIT, TraceEvent(what, path, loc, (), qualname)))
+            # `super().__init__(...)` is the modelled call, for the rules that ask what was called.
+            ops.append((_EMIT, TraceEvent(what, path, loc, (), name if SUPER_CALL in qualname else qualname)))
         elif kind == "function":
-            ops.append(self._enter_op(mod, ev, target[1], target[2]))
+            # Only a classmethod's calls depend on the class it is called on (inline: this runs for every call).
+            callee = self._receiver(mod, qualname, target, func, receiver) if target[2].params[:1] == ("cls",) else None
+            ops.append(self._enter_op(mod, ev, target[1], target[2], receiver=callee))
         elif kind == "class":
             cls_mod, cls = target[1], target[2]
             ops.append((_CLASS, (cls_mod.path, cls.name), (cls_mod, cls)))
@@ -1138,6 +1195,30 @@ class _Walker:
             elif init and init[0] == "model":
                 for effect in init[2](what.args):
                     ops.append((_EMIT, TraceEvent(effect, path, loc, (), init[1])))
+
+    def _receiver(
+        self, mod: Module, qualname: str, target: tuple, func: FunctionFacts | None, receiver: tuple | None
+    ) -> tuple | None:
+        """The class a call of a method that uses `cls` calls it on (see program): `Task` of `Task.main()`;
+        the caller's own class (or the one it was called on) for `cls.name()` and `super().name()`. None
+        for the class that defines the method, or where the callee does not use `cls`."""
+        callee_mod, callee = target[1], target[2]
+        if not self.project.uses_cls(callee_mod, callee):
+            return None
+        got = None
+        if CLS_CALL in qualname or SUPER_CALL in qualname:  # cls passes on unchanged
+            if receiver is not None:
+                got = receiver
+            elif func is not None:
+                owner = mod.facts.classes.get(func.qualname.rpartition(".")[0])
+                got = (mod, owner) if owner is not None else None
+        elif "." in qualname:
+            found = self.project.resolve(qualname.rpartition(".")[0], mod, self.search)
+            if found is not None and found[0] == "class":
+                got = (found[1], found[2])
+        if got is None or (got[0] is callee_mod and got[1].name == callee.qualname.rpartition(".")[0]):
+            return None
+        return got
 
     def _builds_loader(self, mod: Module, what) -> bool:
         """Whether an event is a Loader whose call builds a DataLoader (see Project.is_loader)."""
@@ -1170,11 +1251,15 @@ class _Walker:
         for (_, target_mod, func), worker in runs:
             ops.append(self._enter_op(mod, ev, target_mod, func, worker))
 
-    def _enter_op(self, mod: Module, ev, target_mod: Module, func: FunctionFacts, worker: bool = False) -> tuple:
+    def _enter_op(
+        self, mod: Module, ev, target_mod: Module, func: FunctionFacts, worker: bool = False, receiver: tuple | None = None
+    ) -> tuple:
         display = f"{target_mod.name}.{func.qualname}" if target_mod.name else func.qualname
         key = (target_mod.path, func.qualname)
         memo = (_ENTER, target_mod.path, target_mod.name, func.qualname)
-        return (_ENTER, key, target_mod, func, Frame(mod.path, ev.loc, display), worker, self.function_bit(key), memo)
+        if receiver is not None:  # walked apart for each class it is called on: its `cls.name()` calls differ
+            memo += (receiver[0].path, receiver[0].name, receiver[1].name)
+        return (_ENTER, key, target_mod, func, Frame(mod.path, ev.loc, display), worker, self.function_bit(key), memo, receiver)
 
     # -- walking -----------------------------------------------------------------
 
@@ -1244,7 +1329,7 @@ class _Walker:
             self.sub(memo, target, target.facts.body, frame, target.path, True, False)
 
     def enter(self, op: tuple) -> None:
-        _, key, target_mod, func, frame, worker, bit, memo = op
+        _, key, target_mod, func, frame, worker, bit, memo, receiver = op
         rec = self.rec
         if self.stack & bit:
             if rec.start_stack & bit:
@@ -1258,7 +1343,7 @@ class _Walker:
             rec.max_pass = 0
         outer = self.stack
         self.stack = outer | bit
-        walked = self.sub(memo, target_mod, func.events, frame, key, False, worker, func)
+        walked = self.sub(memo, target_mod, func.events, frame, key, False, worker, func, receiver)
         if not walked.need_stacked & ~bit:
             # It came round to no function below it: what it left entered (itself, and the
             # functions of its cycles) may run again.
@@ -1269,12 +1354,13 @@ class _Walker:
         # are in the walk already made).
 
     def sub(
-        self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool, func: FunctionFacts | None = None
-    ) -> _Record:
+        self, memo: tuple, mod: Module, events, frame: Frame, what, imported: bool, worker: bool,
+        func: FunctionFacts | None = None, receiver: tuple | None = None,
+    ) -> _Record:  # fmt: skip
         """Walk `events` one call or import below the current point, or replay a record of that walk that holds.
 
         `worker`: they run in a DataLoader's worker processes (which does not change the walk); `func`: the
-        function whose body they are."""
+        function whose body they are; `receiver` as in program."""
         parent = self.rec
         base = self.base + 1
         found = None
@@ -1288,7 +1374,7 @@ class _Walker:
             if rec.sets_start is not _UNSET:
                 self.start = rec.sets_start
         else:
-            prog = self.program(memo, mod, events, imported, func)
+            prog = self.program(memo, mod, events, imported, func, receiver)
             rec = self.rec = _Record(self.loaded, self.stack)
             self.base = base
             try:
@@ -1407,9 +1493,9 @@ class _Walker:
                     if len(out) < MAX_EVENTS:
                         out.append(op[1])
                 elif kind == _ENTER:
-                    enter(op[1], op[2], op[3], depth)
+                    enter(op[1], op[2], op[3], depth, op[7], op[8])
                 elif kind == _DEFAULT:  # walked as a fork's, whatever the start method: the order is not known here
-                    enter(op[1][1], op[1][2], op[1][3], depth)
+                    enter(op[1][1], op[1][2], op[1][3], depth, op[1][7], op[1][8])
                 elif kind == _LOAD and depth < MAX_DEPTH:
                     for target, *_ in op[1]:
                         if target is not None and target.path not in loaded:
@@ -1417,17 +1503,17 @@ class _Walker:
                             memo = (_LOAD, target.path, target.name)
                             walk(self.program(memo, target, target.facts.body, True), depth + 1)
 
-        def enter(key: tuple[str, str], mod: Module, func: FunctionFacts, depth: int) -> None:
+        def enter(key: tuple[str, str], mod: Module, func: FunctionFacts, depth: int, memo: tuple, receiver: tuple | None) -> None:
             if key in stack or depth >= MAX_DEPTH or key in walked:
                 return
             stack.add(key)
             walked.add(key)
-            walk(self.program((_ENTER, mod.path, mod.name, func.qualname), mod, func.events, False, func), depth + 1)
+            walk(self.program(memo, mod, func.events, False, func, receiver), depth + 1)
             stack.discard(key)
 
         for func in entry.facts.functions.values():
             if func.qualname != "<class bodies>":
-                enter((entry.path, func.qualname), entry, func, 0)
+                enter((entry.path, func.qualname), entry, func, 0, (_ENTER, entry.path, entry.name, func.qualname), None)
         return out
 
     def processes(self, root: _Record) -> list[EntryTrace]:
@@ -1441,7 +1527,7 @@ class _Walker:
         return out
 
     def _process(self, enter: tuple, api: str, inherited: list[TraceEvent]) -> EntryTrace:
-        _, key, target_mod, func, call, _, bit, memo = enter  # `call`: the starter's call site
+        _, key, target_mod, func, call, _, bit, memo, receiver = enter  # `call`: the starter's call site
         walker = _Walker(self.project, self.search, target_mod)
         walker.main = main = self.main
         root = walker.rec
@@ -1456,7 +1542,7 @@ class _Walker:
         if target_mod.path != main.path:  # unpickling the function imports its module
             loads.append((target_mod, start, self.module_bit(target_mod.path), (_LOAD, target_mod.path, target_mod.name)))
         walker.load(tuple(loads))
-        walker.enter((_ENTER, key, target_mod, func, start, False, bit, memo))
+        walker.enter((_ENTER, key, target_mod, func, start, False, bit, memo, receiver))
         return EntryTrace(target_mod, root, walker, Frame(call.path, call.loc, api))
 
     def instantiated_methods(self):

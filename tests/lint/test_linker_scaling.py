@@ -115,6 +115,43 @@ def test_shared_records_change_no_trace_in_cycles(tmp_path, seed):
     assert any(rec.blocks for records in shared._records.values() for rec in records)  # what is tested here
 
 
+def _task_package(root: Path, n: int, seed: int) -> list[Path]:
+    """Task classes run through classmethods, as espnet2's: each subclasses another, overrides some of
+    the methods that `cls.name()` and `super().name()` reach, and some call back round (recursion)."""
+    rng = random.Random(seed)
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    methods = ["main", "work", "build", "seed"]
+    for i in range(n):
+        base = f"pkg.t{rng.randrange(i)}" if i else None
+        lines = ["import torch", f"import {base}" if base else "", ""]
+        lines.append(f"class T{i}({base}.T{base[5:]}):" if base else f"class T{i}:")
+        for name in methods:
+            if i and rng.random() < 0.5:
+                continue  # inherited
+            calls = [f"        cls.{rng.choice(methods)}()" for _ in range(2)]
+            if i and rng.random() < 0.5:
+                calls.append(f"        super().{name}()")
+            effect = "        torch.manual_seed(0)" if rng.random() < 0.3 else "        torch.nn.Linear(2, 2).cuda()"
+            lines += ["    @classmethod", f"    def {name}(cls):", *calls, effect, ""]
+        lines.append("    pass")
+        lines += ['if __name__ == "__main__":', f"    T{i}.main()"]
+        (pkg / f"t{i}.py").write_text("\n".join(lines) + "\n")
+    return sorted(root.rglob("*.py"))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_shared_records_change_no_trace_through_classmethods(tmp_path, seed):
+    """A classmethod is walked apart for each class it is called on (its `cls.name()` calls differ): the
+    records keyed so are shared only where that class is the same."""
+    files = _task_package(tmp_path, 10, seed)
+    shared = _new_project(tmp_path, files)
+    for path in files:
+        assert _trace_text(shared, path) == _trace_text(_new_project(tmp_path, files), path), path
+    assert any(len(memo) > 4 for memo in shared._records if memo[0] == project_mod._ENTER)  # what is tested here
+
+
 def _walks(tmp_path: Path, n: int, monkeypatch) -> int:
     files = _package(tmp_path / str(n), n, 5)
     count = [0]
@@ -157,6 +194,20 @@ def test_an_entry_imported_under_its_own_name_runs_again_as_a_module(tmp_path):
     trace = project.trace(project.entry_module(pkg / "m.py"))
     # Inside `import pkg` (m.py:2, then __init__.py:1); `import pkg.m` finds it loaded; then the script.
     assert _seeds(trace) == [("m.py", 5, 2), ("m.py", 5, 0), ("m.py", 8, 0)]
+
+
+def test_a_super_call_that_leads_nowhere_is_an_event_only_where_its_method_name_counts(tmp_path):
+    """`super().__init__()` of a library's class names nothing lint follows: no event, as when the call
+    filter dropped every such call; `super().put_(...)` keeps its event, for the op rules that match
+    `.put_` on any receiver."""
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nclass Buf(torch.Tensor):\n    def __init__(self):\n        super().__init__()\n"
+        "        super().put_(None, None)\n\nBuf()\n"
+    )
+    files = [tmp_path / "train.py"]
+    project = _new_project(tmp_path, files)
+    trace = project.trace(project.entry_module(files[0]))
+    assert [(e.loc.line, e.what.method) for e in trace.events if e.what.__class__ is Call] == [(6, "put_")]
 
 
 def _reading_project(roots: list[Path], files: list[Path]) -> tuple[project_mod.Project, list[tuple[str, str]]]:
