@@ -304,8 +304,6 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
     project, progress = linter.project, linter.progress
     if not _mostly_packages(files):
         return _lint_shares(linter, files, workers)
-    import pickle
-
     spools = _spools(workers)
 
     def read(share: list[int], tick, worker: int):
@@ -320,7 +318,7 @@ def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) ->
             for key, f in fresh:
                 sent.add(key)
                 f.lines = None  # read again from the file for the few lines a finding quotes
-            pickle.dump(fresh, spool, protocol=pickle.HIGHEST_PROTOCOL)
+            _pickle().dump(fresh, spool, protocol=-1)  # -1: the highest protocol
 
         for count, i in enumerate(share, 1):
             project.entry_module(files[i])
@@ -372,13 +370,12 @@ def _spools(workers: int) -> list | None:
 
 def _unspool(spool) -> list:
     """The facts a worker pickled into its spool, batch after batch."""
-    import pickle
-
+    load = _pickle().load
     spool.seek(0)
     out: list = []
     while True:
         try:
-            out += pickle.load(spool)
+            out += load(spool)
         except EOFError:
             return out
 
@@ -434,8 +431,6 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
     threading = sys.modules.get("threading")
     if threading is not None and threading.active_count() > 1:  # a host with threads (an IDE, a server): forking it may deadlock
         return None
-    import pickle
-
     draw = _dealer(n, workers)
     ticks_read = ticks_write = None
     if progress is not None:
@@ -469,7 +464,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
                 packages = linter.targets.packages_used() if linter.targets is not None else None
                 state = (taken, payload, used, linter.noqa_used, linter.deps(), linter.too_deep, linter.too_long, packages)
                 with os.fdopen(write_end, "wb") as out:
-                    out.write(pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+                    out.write(_pickle().dumps(state, protocol=-1))  # -1: the highest protocol
                 status = 0
             finally:
                 os._exit(status)
@@ -482,6 +477,8 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         progress.advance(1)
         _drain_ticks(ticks_read, progress)
 
+    # Imported once the children run, beside their work, not before they fork (see _pickle).
+    loads = _pickle().loads if children else None
     mine: list[int] = []
     done = [(mine, work_here(draw(0, mine), tick if progress is not None else _no_tick, 0))]
     for pid, read_end in children:
@@ -490,7 +487,7 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
         if status != 0:
             continue
         try:
-            taken, result, used, noqa_used, deps, too_deep, too_long, packages = pickle.loads(payload)
+            taken, result, used, noqa_used, deps, too_deep, too_long, packages = loads(payload)
         except Exception:  # a truncated payload: its items are done here
             continue
         if linter.cache is not None:
@@ -512,6 +509,19 @@ def _in_processes(n: int, workers: int, work, work_here, progress: Progress | No
     return done
 
 
+def _pickle():
+    """pickle's own functions (`dumps`, `loads`, ...), from its C module where there is one.
+
+    `pickle.py` imports re, enum and functools: ~8 ms, which, imported before the workers fork, every
+    run of many files waited for. `_pickle` is what `pickle` calls, and imports only functools.
+    """
+    try:
+        import _pickle as module
+    except ImportError:  # an interpreter built without the accelerator
+        import pickle as module
+    return module
+
+
 class _dealer:
     """Deals range(n) in batches from a pipe that forked processes share; draw(worker, taken) iterates one's items.
 
@@ -520,8 +530,6 @@ class _dealer:
     """
 
     def __init__(self, n: int, workers: int):
-        import struct
-
         self.n, self.workers, self.fd = n, workers, None
         size = max(1, n // (workers * 16))
         self.batches = [range(i, min(i + size, n)) for i in range(0, n, size)]
@@ -532,7 +540,7 @@ class _dealer:
         except OSError:
             return
         try:
-            os.write(write_end, b"".join(struct.pack("=I", i) for i in range(len(self.batches))))
+            os.write(write_end, b"".join(i.to_bytes(4, sys.byteorder) for i in range(len(self.batches))))
         finally:
             os.close(write_end)
         self.fd = read_end
@@ -543,13 +551,11 @@ class _dealer:
                 taken.append(i)
                 yield i
             return
-        import struct
-
         while True:
             ticket = os.read(self.fd, 4)  # 4 of the pipe's bytes, whole: every process reads just 4
             if len(ticket) < 4:
                 return
-            for i in self.batches[struct.unpack("=I", ticket)[0]]:
+            for i in self.batches[int.from_bytes(ticket, sys.byteorder)]:
                 taken.append(i)
                 yield i
 
