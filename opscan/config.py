@@ -215,10 +215,12 @@ class Config:
         return cached[1:]
 
     def ignored_for(self, path: Path) -> list[str]:
+        if not self.per_file_ignores:  # asked once per file with a finding: most configs have none, so no path to resolve
+            return []
+        import fnmatch  # imports re: only for a config that has per-file-ignores
+
         rel = self.relpath(path)
         out: list[str] = []
-        if self.per_file_ignores:
-            import fnmatch  # imports re: only for a config that has per-file-ignores
         for pattern, codes in self.per_file_ignores.items():
             if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
                 out.extend(codes)

@@ -159,6 +159,7 @@ class _EntryLinter:
         self.enabled = cfg.enabled_codes(self.universe, OPT_IN)
         self.project = Project(_FactsLoader(cache, overlay, calls), cfg.import_roots(), entry_dirs=[f.parent for f in files])
         self._ignored: dict[str, set[str]] = {}
+        self._shown: dict[str, str] = {}  # path -> display_path(path): asked for every finding, of a few files each
         self.unresolved: dict[str, tuple[str, Loc]] | None = None  # set to a dict to collect, per entry, imports found nowhere
         self.progress: Progress | None = None
         self.noqa_used: set[tuple[str, int, str]] = set()  # (path, line, code) a line's `# noqa` suppressed
@@ -284,7 +285,10 @@ class _EntryLinter:
         if facts is not None and facts.lines is None:  # facts from the cache or another process: not kept
             facts.lines = _source_lines(f.path)
         line_text = facts.lines[f.line - 1].strip() if facts and 0 < f.line <= len(facts.lines) else ""
-        return f.replace(path=display_path(f.path), line_text=line_text, source_path=f.path)
+        shown = self._shown.get(f.path)
+        if shown is None:
+            shown = self._shown[f.path] = display_path(f.path)
+        return f.replace(path=shown, line_text=line_text, source_path=f.path)
 
 
 def _lint_in_processes(linter: _EntryLinter, files: list[Path], workers: int) -> list[list[Finding]] | None:
