@@ -216,3 +216,14 @@ def test_the_work_is_shared_before_re_or_pickle_is_imported(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("AT_FORK=")]
     assert lines == ["AT_FORK=[[]]"], proc.stderr
+
+
+@pytest.mark.parametrize("n, workers", [(0, 2), (1, 2), (9, 2), (202, 2), (2352, 2), (2352, 16), (100, 3)])
+def test_the_deal_covers_every_file_once_and_ends_in_batches_of_one(n, workers):
+    """The processes finish together only if the last batches are small (a core otherwise idles half a batch)."""
+    batches = engine._batches(n, workers)
+    assert [i for batch in batches for i in batch] == list(range(n))
+    sizes = [len(batch) for batch in batches]
+    assert sizes == sorted(sizes, reverse=True)  # the large ones first: a package's files stay together
+    assert all(size <= max(1, n // (workers * 16)) for size in sizes)
+    assert sizes[-workers:] == [1] * min(workers, n)
