@@ -634,6 +634,15 @@ def _bindings(node: ast.AST) -> tuple[dict[str, Any], set[str], set[str]]:
     return {name: value for name, value in values.items() if name in once}, set(counts), once
 
 
+def _chain_root(node: ast.AST) -> str | None:
+    """The name an attribute chain starts from, through calls as qualify goes (`a.b().c` -> "a"); None if none."""
+    while node.__class__ is ast.Attribute:
+        node = node.value
+        if node.__class__ is ast.Call:
+            node = node.func
+    return node.id if node.__class__ is ast.Name else None
+
+
 def _call_loc(call: ast.Call) -> Loc:
     return Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
 
@@ -649,6 +658,11 @@ class _FactsBuilder:
         self.may_build = False  # a package that defines settings classes was imported: follow them
         self.has_tables = False  # some name holds a display of local functions (_Scope.tables)
         self.has_choices = False  # some name holds a conditional of classes (_Scope.choices)
+        # The names any scope binds to a function or class of this module (`$.name`): a name passed to a
+        # call is looked up (for refs) only if it is one of them.
+        self.local_defs: set[str] = set()
+        # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
+        self._called: tuple[ast.Call | None, str | None] = (None, None)
 
     # -- names ------------------------------------------------------------
 
@@ -684,6 +698,10 @@ class _FactsBuilder:
             node = value.func if value.__class__ is ast.Call else value
         if not base:
             return None
+        if not attrs:  # `f(x)`, `self.f(x)`, `torch.f(x)`: most names are one or two parts long
+            return base
+        if len(attrs) == 1:
+            return f"{base}.{attrs[0]}"
         return ".".join([base, *reversed(attrs)])
 
     def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> tuple[str, ...]:
@@ -917,15 +935,17 @@ class _FactsBuilder:
             if cls is Call:
                 push((node,))  # popped once the arguments are done: the call itself
                 keywords = node.keywords
-                for i in range(len(keywords) - 1, -1, -1):  # a keyword's value is all it holds
-                    value = keywords[i].value
-                    if value.__class__ is not Name:
-                        push(value)
+                if keywords:  # most calls have none
+                    for i in range(len(keywords) - 1, -1, -1):  # a keyword's value is all it holds
+                        value = keywords[i].value
+                        if value.__class__ is not Name:
+                            push(value)
                 args = node.args
-                for i in range(len(args) - 1, -1, -1):
-                    value = args[i]
-                    if value.__class__ is not Name:
-                        push(value)
+                if args:
+                    for i in range(len(args) - 1, -1, -1):
+                        value = args[i]
+                        if value.__class__ is not Name:
+                            push(value)
                 push(node.func)  # popped first: the callee is evaluated before the arguments
                 continue
             if cls is tuple:  # (call,): its arguments are done, now the call itself
@@ -953,6 +973,7 @@ class _FactsBuilder:
         func = call.func
         is_name = func.__class__ is ast.Name
         qualname = self.qualify(func, scope)
+        self._called = (call, qualname)
         if qualname is None and is_name:
             held = scope.instance(func.id)
             if held:
@@ -972,11 +993,11 @@ class _FactsBuilder:
         # A name bound to a choice of classes that may be DataLoaders: `loader(dataset, ...)`.
         chosen = scope.choice(func.id) if qualname is None and is_name and self.has_choices else None
         if not loader:
-            Name, tables = ast.Name, self.has_tables
+            Name, tables, local_defs = ast.Name, self.has_tables, self.local_defs
             for value in call.args:
                 cls = value.__class__
                 if cls is Name:
-                    q = scope.lookup(value.id)
+                    q = scope.lookup(value.id) if starter or value.id in local_defs else None  # an imported worker too
                     if q and (starter or q.startswith(_THIS_DOT)):
                         refs.append(q)
                     elif tables:
@@ -987,7 +1008,7 @@ class _FactsBuilder:
                 value = k.value
                 cls = value.__class__
                 if cls is Name:
-                    q = scope.lookup(value.id)
+                    q = scope.lookup(value.id) if starter or value.id in local_defs else None  # an imported worker too
                     if q and (starter or q.startswith(_THIS_DOT)):
                         refs.append(q)
                     elif tables:
@@ -1152,13 +1173,18 @@ class _FactsBuilder:
         cls = target.__class__
         if cls is ast.Name:  # the commonest target, first
             name = target.id
-            scope.aliases.pop(name, None)
-            scope.instances.pop(name, None)
-            scope.built.pop(name, None)
-            scope.tables.pop(name, None)
-            if self.has_choices:
+            if scope.aliases:  # most are empty, and a test costs less than a call
+                scope.aliases.pop(name, None)
+            if scope.instances:
+                scope.instances.pop(name, None)
+            if scope.built:
+                scope.built.pop(name, None)
+            if scope.tables:
+                scope.tables.pop(name, None)
+            if scope.choices:
                 scope.choices.pop(name, None)
-            scope.cuda_names.discard(name)
+            if scope.cuda_names:
+                scope.cuda_names.discard(name)
             scope.shadowed.add(name)
             if value is None:
                 return
@@ -1179,7 +1205,13 @@ class _FactsBuilder:
                     scope.cuda_names.add(name)
                 return
             func = value.func
-            callee = self.qualify(func, scope)
+            # The callee as call_event named it, where nothing it is named through was bound since: the
+            # call's own event was the last (`x = f(y)`; a second target may rebind a name), and the name
+            # the callee's chain starts from is not the one just unbound (`model = model.to(device)`).
+            called, callee = self._called
+            self._called = (None, None)
+            if called is not value or _chain_root(func) == name:
+                callee = self.qualify(func, scope)
             if callee in CONTEXT_GETTERS:  # mp = get_context("spawn"): its class, which says how it starts processes
                 callee = self._context(value, scope) or callee
             if callee:
@@ -1332,6 +1364,7 @@ class _FactsBuilder:
         qualname = f"{prefix}{node.name}"
         if class_name is None:
             scope.aliases[node.name] = f"{THIS}.{qualname}"
+            self.local_defs.add(node.name)
         inner = _Scope(scope, class_name=class_name, node=node)
         a = node.args
         named = a.posonlyargs + a.args + a.kwonlyargs
@@ -1504,6 +1537,7 @@ class _FactsBuilder:
         qualname = f"{prefix}{node.name}"
         if prefix == "":
             scope.aliases[node.name] = f"{THIS}.{qualname}"
+            self.local_defs.add(node.name)
         methods = []
         forwards_init = True
         body_scope = _Scope(scope, node=node)

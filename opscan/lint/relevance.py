@@ -46,6 +46,7 @@ class CallFilter:
         self.methods = methods  # method names op rules match on any receiver
         self.libraries = libraries
         self._narrowed: dict[frozenset[str], CallFilter] = {}
+        self._dropped: dict[tuple[str | None, str | None], str | None] = {}  # (qualname, method) -> dropped_library's answer
         self._fingerprint: str | None = None
 
     @property
@@ -68,6 +69,14 @@ class CallFilter:
 
     def dropped_library(self, qualname: str | None, method: str | None) -> str | None:
         """None to record the call; else the library it was dropped as belonging to ("" for an unknown callee)."""
+        # Asked for every call of every file, and most are of a few callees (`F.relu`, `x.size`): kept.
+        key = (qualname, method)
+        found = self._dropped.get(key, self)
+        if found is self:
+            found = self._dropped[key] = self._dropped_library(qualname, method)
+        return found
+
+    def _dropped_library(self, qualname: str | None, method: str | None) -> str | None:
         if method is not None and method in self.methods:
             return None
         if qualname is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import platform
 import re
 import subprocess
 import sys
@@ -196,6 +197,28 @@ def test_paths_are_relative_to_the_working_directory_even_above_it(tmp_path, cap
     assert str(project) not in out
 
 
+def test_each_file_is_shown_and_matched_once_however_many_findings_it_has(tmp_path, capsys, monkeypatch):
+    """The per-finding filtering asks each file's shown path once, and resolves nothing for
+    per-file-ignores where the config has none (~2% of a run of many files did that per finding)."""
+    from opscan.config import Config
+    from opscan.lint import engine
+
+    (tmp_path / "train.py").write_text("import torch\n\ntorch.manual_seed(0)\ntorch.backends.cudnn.benchmark = True\n")
+    shown = []
+    real_display_path = engine.display_path
+    monkeypatch.setattr(engine, "display_path", lambda path: shown.append(path) or real_display_path(path))
+
+    def no_relpath(self, path, resolved=None):
+        raise AssertionError(f"resolved {path} for per-file-ignores that the config does not have")
+
+    monkeypatch.setattr(Config, "relpath", no_relpath)  # a named file: nothing else asks for it
+    with chdir(tmp_path):
+        main(["lint", "--no-cache", "train.py"])
+    out = capsys.readouterr().out
+    assert [line.split()[1] for line in out.splitlines() if ": DET" in line] == ["DET001", "DET002", "DET005"]
+    assert len(shown) == 1
+
+
 # ---------------------------------------------------------------- progress
 
 
@@ -306,6 +329,39 @@ def test_other_commands_exit_the_ordinary_way(tmp_path):
     (tmp_path / "train.py").write_bytes(SEEDS)
     proc = subprocess.run([sys.executable, "-c", lint], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 1 and "DET001" in proc.stdout and "TORN-DOWN" not in proc.stdout
+
+
+_FAULTS_PROBE = """
+import resource, sys
+from opscan.lint import facts
+real = facts.parse
+
+def parse(text, path):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    tree = real(text, path)
+    sys.stderr.write("FAULTS=%d\\n" % (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before))
+    return tree
+
+facts.parse = parse
+sys.argv[1:] = ["lint", "--no-cache", "."]
+from opscan.cli import entry
+entry()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="glibc's malloc trims its heap")
+def test_the_command_parses_each_file_in_memory_it_already_has(tmp_path):
+    """glibc gave the parser's freed memory back after every file, to fault it in again for the
+    next (~90 pages a 200-line script, a tenth of the parse floor's time); entry() keeps it."""
+    body = "import torch\n\n\ndef step(model, x):\n    y = model(x)\n    return torch.relu(y).sum()\n\n\n" * 60
+    for i in range(4):  # below the sizes at which the work is shared: one process parses all four
+        (tmp_path / f"train_{i}.py").write_text(body)
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", _FAULTS_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True)
+    faults = [int(line[len("FAULTS="):]) for line in proc.stderr.splitlines() if line.startswith("FAULTS=")]
+    assert len(faults) == 4, proc.stderr
+    assert max(faults[1:]) < 20, faults  # the first parse may grow the heap; the others reuse it
 
 
 # ---------------------------------------------------------------- no files

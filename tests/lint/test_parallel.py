@@ -175,3 +175,55 @@ def test_a_child_failing_while_reading_leaves_its_share_to_this_process(tmp_path
     serial = _findings(tree, monkeypatch, parallel=False)
     _failing_in_children(monkeypatch, engine.Project, "entry_module")
     assert _parallel_findings(tree, monkeypatch) == serial
+
+
+_FORK_PROBE = """
+import os, sys
+started = set(sys.modules)
+real_fork = os.fork
+at_fork = []
+
+def fork():
+    at_fork.append(sorted(m for m in ("re", "fnmatch", "enum", "functools", "pickle", "_pickle", "struct") if m in sys.modules and m not in started))
+    return real_fork()
+
+os.fork = fork
+from opscan.cli import main
+rc = main(sys.argv[1:])
+sys.stderr.write("AT_FORK=%r\\n" % (at_fork[:1],))
+"""
+
+
+def test_the_work_is_shared_before_re_or_pickle_is_imported(tmp_path):
+    """Whatever the parent imports before it forks, every run of many files waits for: fnmatch (for the
+    default exclusions), re, enum and pickle were ~9 ms of it, where the whole run is a few hundred."""
+    import subprocess
+
+    from tests.util import subprocess_env
+
+    if engine._workers() < 2:
+        pytest.skip("one core: lint does not fork")
+    tree = tmp_path / "scripts"
+    tree.mkdir()
+    body = "import torch\n\n\ndef step(x):\n    return torch.relu(x)\n\n\n" + "y = step(1)\n" * 3000
+    for i in range(12):  # past PARALLEL_MIN_FILES and PARALLEL_MIN_BYTES
+        (tree / f"train_{i}.py").write_text(body)
+    env = subprocess_env()
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _FORK_PROBE, "lint", "--no-cache", "scripts"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("AT_FORK=")]
+    assert lines == ["AT_FORK=[[]]"], proc.stderr
+
+
+@pytest.mark.parametrize("n, workers", [(0, 2), (1, 2), (9, 2), (202, 2), (2352, 2), (2352, 16), (100, 3)])
+def test_the_deal_covers_every_file_once_and_ends_in_batches_of_one(n, workers):
+    """The processes finish together only if the last batches are small (a core otherwise idles half a batch)."""
+    batches = engine._batches(n, workers)
+    assert [i for batch in batches for i in batch] == list(range(n))
+    sizes = [len(batch) for batch in batches]
+    assert sizes == sorted(sizes, reverse=True)  # the large ones first: a package's files stay together
+    assert all(size <= max(1, n // (workers * 16)) for size in sizes)
+    assert sizes[-workers:] == [1] * min(workers, n)

@@ -192,3 +192,14 @@ def test_standard_library_and_common_libraries_are_libraries():
         ("utils.seed.set_seed", "set_seed"),
     ]:
         assert calls.dropped_library(qualname, method) is None, qualname
+
+
+def test_each_filter_keeps_its_own_answers():
+    """dropped_library remembers its answers, per filter: a narrowed one (a project that provides
+    torch itself) keeps the calls the other drops, whichever is asked first."""
+    lint = relevance.CallFilter.for_lint()
+    assert lint.dropped_library("torch.nn.functional.relu", None) == "torch"
+    provided = lint.without(frozenset({"torch"}))
+    assert provided.dropped_library("torch.nn.functional.relu", None) is None
+    assert lint.dropped_library("torch.nn.functional.relu", None) == "torch"
+    assert lint.dropped_library("torch.nn.functional.relu", "put_") is None  # an op rule's method, on any receiver

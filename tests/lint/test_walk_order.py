@@ -117,3 +117,30 @@ def test_names_that_hold_a_cuda_device():
     assert cuda_work(imports + "dev = torch.device('cuda')\ndev = make()\nx.to(dev)\n") == []
     assert cuda_work(imports + "g = torch.Generator()\ndev = g.device('cuda')\nx.to(dev)\n") == []
     assert cuda_work(imports + "dev = dev.device('cuda')\nx.to(dev)\n") == []
+
+
+_ASSIGNED_CALLS = [
+    "import torch\nclass Net(torch.nn.Module):\n    pass\nmodel = Net()\nmodel = model.to('cuda')\nmodel(x)\n",
+    "import torch\nclass Net:\n    def to(self, d):\n        return self\nnet = Net()\nnet = net.to(d).cuda()\nnet(x)\n",
+    "class A:\n    def f(self):\n        pass\na = A()\na = b = a.f()\nb(1)\na(2)\n",
+    "import torch\nf = torch.Generator\nf = f()\nf.manual_seed(0)\n",
+    "class A:\n    pass\nx = {}\nx[A()] = A()\nx(1)\n",
+    "import random\nclass C:\n    def run(self):\n        self = C()\n        self = self.run()\n        self.go()\n",
+]
+
+
+def test_an_assigned_call_names_its_callee_as_before_its_target_was_unbound(monkeypatch):
+    """`x = f(y)`: the target's instance reuses the name call_event gave the callee, except where the
+    callee is named through the target itself (`model = model.to(dev)`), which the assignment unbinds
+    first; then it is named again. The facts are those of naming it again every time."""
+    fast = [extract("<test>", source.encode(), "", None) for source in _ASSIGNED_CALLS]
+    real = _FactsBuilder.call_event
+
+    def forgetting(self, call, scope, out):
+        real(self, call, scope, out)
+        self._called = (None, None)  # nothing to reuse: the callee is always named again
+
+    monkeypatch.setattr(_FactsBuilder, "call_event", forgetting)
+    slow = [extract("<test>", source.encode(), "", None) for source in _ASSIGNED_CALLS]
+    for source, a, b in zip(_ASSIGNED_CALLS, fast, slow):
+        assert (a.body, a.functions) == (b.body, b.functions), source
