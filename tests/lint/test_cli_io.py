@@ -358,7 +358,7 @@ def test_the_command_parses_each_file_in_memory_it_already_has(tmp_path):
         (tmp_path / f"train_{i}.py").write_text(body)
     env = subprocess_env()
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", _FAULTS_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", _FAULTS_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     faults = [int(line[len("FAULTS="):]) for line in proc.stderr.splitlines() if line.startswith("FAULTS=")]
     assert len(faults) == 4, proc.stderr
     assert max(faults[1:]) < 20, faults  # the first parse may grow the heap; the others reuse it
