@@ -480,15 +480,24 @@ def _sarif_level(severity: str) -> str:
 # ---------------------------------------------------------------- markdown
 
 
+# What markdown would read as HTML, or as an inline mark: emphasis (`*`, `_`), a link (`[`, `]`),
+# GFM's strikethrough (`~`), and the backslash that escapes them. CommonMark lets any ASCII
+# punctuation be backslash-escaped, so `\*` shows `*` (spec 2.4).
+_MD_SPECIAL = frozenset("&<>\\*_[]~")
+_MD_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", **{c: "\\" + c for c in "\\*[]~"}})
+
+
 def _md_text(text: str) -> str:
-    """`text` for markdown: `&`, `<` and `>` outside code spans as entities, as the html format writes them.
+    """`text` for markdown, shown as typed: outside code spans, `&`, `<` and `>` as entities, as the
+    html format writes them, and markdown's own inline marks backslash-escaped.
 
     Markdown passes HTML tags and entities through, so a file named `x<b>&y.py` opened a bold
-    tag. Inside a `code span` (messages quote ops and calls so) every character is shown as
-    typed, an entity too, so spans are left as they are.
+    tag; and `aten.__and__.Tensor` or `pkg/__init__.py` lost their underscores to bold. Inside
+    a `code span` (messages quote ops and calls so) every character is shown as typed, an
+    entity too, so spans are left as they are.
     """
-    if "&" not in text and "<" not in text and ">" not in text:
-        return text  # nearly all text: no regex
+    if not _MD_SPECIAL.intersection(text):
+        return text  # most text: no regex
     import re
 
     out = []
@@ -503,7 +512,22 @@ def _md_text(text: str) -> str:
 
 
 def _md_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")  # html.escape's, less quotes
+    """html.escape's entities (less quotes) and the inline marks escaped; `_` only where it could open
+    or close emphasis, so `rules_torch` stays as typed and `__init__.py` becomes `\\_\\_init\\_\\_.py`."""
+    text = text.translate(_MD_ESCAPES)
+    if "_" not in text:
+        return text
+    import re
+
+    def underscores(m: re.Match) -> str:
+        # A run of `_` between two letters or digits is intraword: it never opens or closes emphasis
+        # (CommonMark 6.2, unlike `*`).
+        before, after = text[m.start() - 1 : m.start()], text[m.end() : m.end() + 1]
+        if before.isalnum() and after.isalnum():
+            return m.group()
+        return m.group().replace("_", "\\_")
+
+    return re.sub(r"_+", underscores, text)
 
 
 def _md_cell(value) -> str:

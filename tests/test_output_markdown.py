@@ -71,3 +71,21 @@ def test_markdown_escapes_what_it_would_render_as_html():
     # A backtick without its pair opens no span; a span is closed only by a run of as many.
     md = render(Report("scan", [Finding("DET100", "a ` <b> `` <i> `` & ```<u>```", "p.py")]), "markdown")
     assert "| DET100 | p.py:1 | a ` &lt;b&gt; `` <i> `` &amp; ```<u>``` |" in md.splitlines()
+
+
+def test_markdown_shows_underscores_stars_and_brackets_as_typed():
+    """`aten.__and__.Tensor` and `pkg/__init__.py` lost their underscores to bold in scan's markdown.
+
+    Outside code spans, markdown's inline marks are backslash-escaped (CommonMark 2.4): `\\_`
+    shows `_`. Inside a span they are shown as typed already, and left alone; so is an
+    intraword `_` (`rules_torch`), which never opens emphasis.
+    """
+    report = Report(
+        "scan",
+        [Finding("DET100", "aten.__and__.Tensor [x] at `a.__and__(b)`; *args ~y~ C:\\d rules_torch _x", "pkg/__init__.py", 3)],
+    )
+    lines = render(report, "markdown").splitlines()
+    assert (
+        "| DET100 | pkg/\\_\\_init\\_\\_.py:3 | aten.\\_\\_and\\_\\_.Tensor \\[x\\] at `a.__and__(b)`; \\*args \\~y\\~ C:\\\\d rules_torch \\_x |"
+        in lines
+    )
