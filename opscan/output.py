@@ -202,8 +202,12 @@ def _summary(report: Report, findings: list[Finding]) -> list[str]:
     lines = []
     if report.errors:
         stopped = len(report.errors)
-        found = f"found {n} error{'s' if n != 1 else ''} in the rest" if n else "nothing found in the rest"
-        lines.append(f"{stopped} problem{'s' if stopped != 1 else ''} stopped part of the run; {found}.")
+        line = f"{stopped} problem{'s' if stopped != 1 else ''} stopped part of the run"
+        if n:
+            line += f"; found {n} error{'s' if n != 1 else ''} in the rest"
+        elif not report.summary:  # a summary (--diff's "Would fix 2 errors.") says what the rest gave
+            line += "; nothing found in the rest"
+        lines.append(line + ".")
     if report.summary:
         lines.append(report.summary)
     if not report.errors:

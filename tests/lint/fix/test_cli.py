@@ -64,7 +64,8 @@ def test_diff_writes_its_report_to_the_output_file(tmp_path):
     """As ruff: the patch stays on stdout, and -o FILE gets the report (the summary line) in --output-format.
 
     -o was ignored: the summary went to stderr and FILE was never written. A missing path beside the others was
-    dropped without a word, and --exit-zero did not cover the diff's exit of 1.
+    dropped without a word, and --exit-zero did not cover the diff's exit of 1. Beside a missing path, the
+    summary said "nothing found in the rest", then "Would fix 2 errors.".
     """
     put(tmp_path, SEEDS_ONLY)
     alone = opscan(tmp_path, "lint", "--diff", "--no-cache", "train.py")
@@ -77,7 +78,7 @@ def test_diff_writes_its_report_to_the_output_file(tmp_path):
     run = opscan(tmp_path, "lint", "--diff", "--no-cache", "-o", "report.txt", "train.py", "missing.py")
     assert (run.rc, run.out) == (2, alone.out)
     assert (tmp_path / "report.txt").read_text() == (
-        "error: no such file or directory: missing.py\n1 problem stopped part of the run; nothing found in the rest.\nWould fix 2 errors.\n"
+        "error: no such file or directory: missing.py\n1 problem stopped part of the run.\nWould fix 2 errors.\n"
     )
     assert run.err == "opscan: error: no such file or directory: missing.py\n"
     (tmp_path / "report.txt").write_text("last good report\n")
