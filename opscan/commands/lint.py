@@ -599,7 +599,9 @@ def _range_lines(found, *, fixed=None, fallback: bool = True) -> list[str]:
     for versions, folder, count in sorted(used, key=lambda u: (u[1], str(u[0]))):
         files = f" ({count} file{'s' if count != 1 else ''})" if count else ""
         # The fallback's files are those whose project declares no version: not every file, beside the others.
-        under = f"{engine.display_path(folder) if folder else 'where none is declared'}: " if len(used) > 1 else ""
+        # A folder as a folder ("under ./:", "under examples/gan/:"): a bare "." read as punctuation.
+        under = f"under {os.path.join(engine.display_path(folder), '')}: " if folder else "where none is declared: "
+        under = under if len(used) > 1 else ""
         lines.append(f"{under}{versions}, from {versions.where}{files}")
     return lines
 

@@ -288,15 +288,29 @@ def test_verbose_names_each_package_range_read_and_where_it_came_from(tmp_path, 
     lines = [line for line in err.splitlines() if line.startswith("opscan: targets ")]
     assert lines == [
         "opscan: targets torch where none is declared: 1.8 to 2.14, from every release the rules know (2 files)",
-        "opscan: targets torch a: 2.4, from a/requirements.txt: torch==2.4.1 (2 files)",
+        "opscan: targets torch under a/: 2.4, from a/requirements.txt: torch==2.4.1 (2 files)",
         # c/train.py calls no accelerate helper: nothing was read for it
         "opscan: targets accelerate where none is declared: any version, from no accelerate declared or installed (1 file)",
-        "opscan: targets accelerate a: >=0.29, from a/requirements.txt: accelerate>=0.29 (2 files)",
+        "opscan: targets accelerate under a/: >=0.29, from a/requirements.txt: accelerate>=0.29 (2 files)",
     ]
     rc, out, err = _lint(tmp_path / "a", capsys, "-v", "train.py")
     assert "opscan: targets accelerate >=0.29, from requirements.txt: accelerate>=0.29 (1 file)" in err.splitlines()
     rc, out, err = _lint(tmp_path / "c", capsys, "-v", "train.py")
     assert "targets accelerate" not in err and "targets transformers" not in err  # nothing read, nothing said
+
+
+def test_verbose_names_the_root_folder_as_a_folder(tmp_path, capsys):
+    """-v said "targets torch .: 2.2 to 2.14" for the project's root beside a sub-folder of its own: a bare "."."""
+    _write(tmp_path, {
+        ".git/HEAD": "ref: x\n", "pyproject.toml": '[project]\nname = "p"\ndependencies = ["torch>=2.2"]\n',
+        "train.py": SCRIPT, "examples/requirements.txt": "torch==2.4.1\n", "examples/train.py": SCRIPT,
+    })  # fmt: skip
+    rc, out, err = _lint(tmp_path, capsys, "-v", ".")
+    lines = [line for line in err.splitlines() if line.startswith("opscan: targets torch ")]
+    assert lines == [
+        "opscan: targets torch under ./: 2.2 to 2.14, from pyproject.toml [project] dependencies: torch>=2.2 (1 file)",
+        "opscan: targets torch under examples/: 2.4, from examples/requirements.txt: torch==2.4.1 (1 file)",
+    ]
 
 
 def test_show_settings_names_the_range_of_each_package_a_rule_may_read(tmp_path, capsys):
@@ -309,12 +323,12 @@ def test_show_settings_names_the_range_of_each_package_a_rule_may_read(tmp_path,
     assert (
         "accelerate        per project folder:\n"
         "  where none is declared: any version, from no accelerate declared or installed (1 file)\n"
-        "  a: 0.28.0, from a/uv.lock: accelerate 0.28.0 (1 file)\n"
+        "  under a/: 0.28.0, from a/uv.lock: accelerate 0.28.0 (1 file)\n"
         "lightning         any version, from no lightning declared or installed (2 files)\n"
         "pytorch-lightning any version, from no pytorch-lightning declared or installed (2 files)\n"
         "transformers      per project folder:\n"
         "  where none is declared: any version, from no transformers declared or installed (1 file)\n"
-        '  b: >=4.19, from b/pyproject.toml [project] dependencies: transformers>=4.19 (1 file)\n'
+        '  under b/: >=4.19, from b/pyproject.toml [project] dependencies: transformers>=4.19 (1 file)\n'
     ) in out
     rc, out, err = _lint(tmp_path / "a", capsys, "--show-settings", "train.py")
     assert "accelerate        0.28.0, from uv.lock: accelerate 0.28.0 (1 file)\n" in out

@@ -611,8 +611,8 @@ def test_show_settings(tmp_path, capsys):
     assert f"rules             {enabled}\n" in out
     assert "torch             per project folder:\n" in out
     assert "  where none is declared: 1.8 to 2.14, from every release the rules know (1 file)\n" in out
-    assert "  a: 2.4 to 2.6, from a/requirements.txt: torch>=2.4,<2.7 (2 files)\n" in out
-    assert "  b: 2.14, from b/uv.lock: torch 2.14.1 (1 file)\n" in out
+    assert "  under a/: 2.4 to 2.6, from a/requirements.txt: torch>=2.4,<2.7 (2 files)\n" in out
+    assert "  under b/: 2.14, from b/uv.lock: torch 2.14.1 (1 file)\n" in out
     rc, out, err = _lint(tmp_path / "a", capsys, "--show-settings", "--torch-version", "2.9")
     assert "torch             2.9, from --torch-version (2 files)\n" in out
     rc, out, err = _lint(tmp_path, capsys, "--show-settings", "nope")
