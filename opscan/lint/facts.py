@@ -17,11 +17,11 @@ from __future__ import annotations
 import _ast as ast
 import warnings
 
-from opscan._plain import Plain, by_fields
+from opscan._plain import Frozen, Plain, by_fields
 from opscan.lint import apis, frameworks
 from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
-from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
+from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -153,8 +153,8 @@ def _module_facts(state: tuple) -> ModuleFacts:
         setattr(facts, name, value)
     facts.body = _unpack_events(facts.body)
     facts.functions = {
-        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off)
-        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off in facts.functions
+        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off, guards)
+        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off, guards in facts.functions
     }
     return facts
 
@@ -164,8 +164,55 @@ GRAD_OFF_DECORATOR = 1  # called with a function, returns it run with gradients 
 GRAD_OFF_FACTORY = 2  # returns such a decorator: yolov5's `smart_inference_mode()` (utils/torch_utils.py)
 
 
+class ParamIf(Frozen):
+    """An `if` of a function whose test reads one of its parameters alone (`if deterministic:`, `if not
+    deterministic:`, `if deterministic is True`, `== False`, ...): a call that passes it a literal runs
+    one branch only (the linker leaves out the other's events). A default is not read: a call that
+    leaves it may still be one of several the function serves, as in code that seeds in each branch.
+
+    `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
+    call passes the parameter by position (None: keyword-only); in a method (`method`), where a call
+    through an instance does (`self` not counted), which only a call of the class is sure to be.
+    Only a parameter the function never binds again, in a function with no decorator (which may call
+    it with other arguments) other than staticmethod and classmethod, has one.
+    """
+
+    _fields = ("param", "pos", "test", "const", "method", "start", "mid", "end")
+    __slots__ = _fields
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
+
+    def __init__(self, param: str, pos: int | None, test: str, const: Any, method: bool, start: int, mid: int, end: int):
+        self.param = param
+        self.pos = pos
+        self.test = test  # "truth", "not", "is", "is not", "==", "!=": how the test reads the value
+        self.const = const  # what "is" and "==" compare with
+        self.method = method
+        self.start = start
+        self.mid = mid
+        self.end = end
+
+    def runs(self, value: Any) -> Any:
+        """Whether the test passes for a literal value of the parameter (UNKNOWN: any other value)."""
+        if value is UNKNOWN or value.__class__ not in _GUARD_TYPES and not isinstance(value, str):
+            return UNKNOWN
+        test = self.test
+        if test == "truth":
+            return truth(value)
+        if test == "not":
+            return not value
+        if test == "is" or test == "is not":  # const is True or False: the same object where equal and a bool
+            same = value.__class__ is self.const.__class__ and value == self.const
+            return same if test == "is" else not same
+        return (value == self.const) if test == "==" else (value != self.const)
+
+
+_GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
+_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True or False
+_SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that pass a call's arguments on unchanged
+
+
 class FunctionFacts(Plain):
-    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off")
+    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off", "guards")
     __slots__ = _fields
 
     def __init__(
@@ -176,6 +223,7 @@ class FunctionFacts(Plain):
         params: tuple[str, ...] = (),
         decorators: tuple[tuple[str, bool], ...] = (),
         grad_off: int = 0,
+        guards: tuple[ParamIf, ...] = (),
     ):
         self.qualname = qualname  # within the module, e.g. "main", "Net.forward"
         self.loc = loc
@@ -185,6 +233,7 @@ class FunctionFacts(Plain):
         # `@smart_inference_mode()`). The linker marks the calls of the body no_grad where one turns gradients off.
         self.decorators = decorators
         self.grad_off = grad_off  # 0, GRAD_OFF_DECORATOR or GRAD_OFF_FACTORY
+        self.guards = guards  # its `if`s on a parameter alone, which a literal argument decides (ParamIf)
 
 
 class ClassFacts(Plain):
@@ -223,7 +272,7 @@ class ModuleFacts(Plain):
                 value = [
                     (
                         key, f.qualname, f.loc.line, f.loc.col, f.loc.end_line, f.loc.end_col, _pack_events(f.events), f.params,
-                        f.decorators, f.grad_off,
+                        f.decorators, f.grad_off, f.guards,
                     )
                     for key, f in value.items()
                 ]  # fmt: skip
@@ -466,6 +515,11 @@ class _Scope:
         self.instances: dict[str, str] = {}  # variable -> qualified name of the class it holds
         self.cuda_names: set[str] = set()  # variables that hold a CUDA device
         self.shadowed: set[str] = set()  # local variables that hide an outer alias
+        # The names its statements bind (assignments, loops, `with`, `del`, imports, defs, `except ... as`, and
+        # `nonlocal` in functions inside it); `rebinds_unknown`: it may bind others (a `match`, a `type`), see
+        # _FactsBuilder._guards_of. Walrus targets are not here: the function's text is looked at for them.
+        self.stored: set[str] = set()
+        self.rebinds_unknown = False
         self.class_name = class_name  # set inside methods, for self.method()
         self.built: dict[str, Built] = {}  # variable -> the settings object (frameworks.SETTINGS_CLASSES) it holds
         # variable -> the local functions named in the display (dict, list, tuple, set) last bound to it
@@ -663,6 +717,7 @@ class _FactsBuilder:
         self.local_defs: set[str] = set()
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
+        self._guarded: tuple[list[Event], list[ParamIf]] | None = None  # the events and guards of the function walked
 
     # -- names ------------------------------------------------------------
 
@@ -1173,6 +1228,7 @@ class _FactsBuilder:
         cls = target.__class__
         if cls is ast.Name:  # the commonest target, first
             name = target.id
+            scope.stored.add(name)
             if scope.aliases:  # most are empty, and a test costs less than a call
                 scope.aliases.pop(name, None)
             if scope.instances:
@@ -1235,6 +1291,9 @@ class _FactsBuilder:
             for t in target.elts:
                 self.assign_target_events(t, None, scope, out, node)
             return
+        if cls is ast.Starred:  # `a, *rest = ...`
+            self.assign_target_events(target.value, None, scope, out, node)
+            return
         if cls is ast.Subscript:
             container = self.qualify(target.value, scope)
             if container == _ENV:
@@ -1268,14 +1327,18 @@ class _FactsBuilder:
                     self.target_subexpressions(t, scope, out)
                 self.assign_target_events(t, stmt.value, scope, out, stmt)
         elif cls is ast.Import or cls is ast.ImportFrom:
+            for alias in stmt.names:
+                scope.stored.add(alias.asname or alias.name.partition(".")[0])
             loads = self._import(stmt, scope)
             if loads:
                 out.append(Event(loc_of(stmt), Import(loads)))
         elif cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
+            scope.stored.add(stmt.name)
             for d in stmt.decorator_list:
                 self.expression_events(d, scope, out)
             self.function(stmt, scope, prefix, class_name=None)
         elif cls is ast.ClassDef:
+            scope.stored.add(stmt.name)
             for d in stmt.decorator_list + stmt.bases:
                 self.expression_events(d, scope, out)
             self.class_def(stmt, scope, prefix)
@@ -1300,8 +1363,13 @@ class _FactsBuilder:
                         self.block(block, scope, out, prefix)
                         out.append(Event(loc_of(stmt), Guard(when, False)))
             else:
+                start = len(out)
                 self.block(stmt.body, scope, out, prefix)
+                mid = len(out)
                 self.block(stmt.orelse, scope, out, prefix)
+                guarded = self._guarded
+                if guarded is not None and out is guarded[0] and len(out) > start:
+                    self._guard(stmt.test, scope, guarded[1], start, mid, len(out))
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -1328,6 +1396,8 @@ class _FactsBuilder:
             # the rest of the file means by the name, so a handler does not undo it.
             imported = dict(scope.aliases)
             for handler in stmt.handlers:
+                if handler.name:
+                    scope.stored.add(handler.name)
                 self.block(handler.body, scope, out, prefix)
             for name, qualname in imported.items():
                 if name not in scope.aliases:
@@ -1336,10 +1406,14 @@ class _FactsBuilder:
             self.block(stmt.orelse, scope, out, prefix)
             self.block(stmt.finalbody, scope, out, prefix)
         elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
+            scope.rebinds_unknown = True  # its patterns capture names
             self.expression_events(stmt.subject, scope, out)
             for case in stmt.cases:
                 self.block(case.body, scope, out, prefix)
         elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                if target.__class__ is not ast.Attribute and target.__class__ is not ast.Subscript:
+                    scope.rebinds_unknown = True  # `del name`, `del (a, b)`
             if scope.attrs:
                 for target in stmt.targets:
                     for sub in walk(target):
@@ -1348,7 +1422,13 @@ class _FactsBuilder:
         elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
             for name in stmt.names:
                 scope.shadowed.discard(name)
+                outer = scope.parent
+                while outer is not None:  # a function inside another may bind the outer one's name
+                    outer.stored.add(name)
+                    outer = outer.parent
         else:  # Expr, Return, Raise, Assert, ...
+            if cls.__name__ == "TypeAlias":  # `type X = ...` (3.12)
+                scope.rebinds_unknown = True
             for child in iter_child_nodes(stmt):
                 self.expression_events(child, scope, out)
 
@@ -1407,10 +1487,17 @@ class _FactsBuilder:
         outer_no_grad, outer_deferred = self.no_grad_depth, self._deferred
         self.no_grad_depth = 1 if decorated_no_grad else 0
         self._deferred = []
+        # Its guards (ParamIf), where no decorator may call it with other arguments than its callers pass.
+        plain = all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in node.decorator_list)
+        self._guarded = (facts.events, []) if plain else None
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
+        guards = self._guarded[1] if self._guarded is not None else None
+        self._guarded = None
         functions = self.facts.functions
         before = len(functions)
         self._walk_deferred()  # functions defined inside, once this body's names are all bound
+        if guards:  # now that the functions inside it, which may rebind its names (`nonlocal`), are walked
+            facts.guards = self._guards_of(guards, node, inner)
         self.no_grad_depth, self._deferred = outer_no_grad, outer_deferred
         # Whether it turns gradients off for what it decorates (see below), where its last statement may
         # return what such a function does: `G()(fn)`, `torch.no_grad()`, a conditional, or a function it
@@ -1427,6 +1514,45 @@ class _FactsBuilder:
             ):
                 facts.grad_off = self._grad_off(node, inner, facts.qualname)
         functions[facts.qualname] = facts
+
+    def _guard(self, test: ast.AST, scope: _Scope, found: list, start: int, mid: int, end: int) -> None:
+        """Add the `if` whose test is `test` and whose events are `start:mid` (body) and `mid:end` (else) to
+        `found` where the test reads a parameter of the function alone (`_guards_of` then keeps those of the
+        parameters the function never binds again)."""
+        cls = test.__class__
+        const = None
+        if cls is ast.Name:
+            name, kind = test.id, "truth"
+        elif cls is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Name:
+            name, kind = test.operand.id, "not"
+        elif (
+            cls is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name
+            and test.comparators[0].__class__ is ast.Constant and test.comparators[0].value.__class__ is bool
+            and test.ops[0].__class__ in _GUARD_COMPARE
+        ):  # fmt: skip
+            name, kind, const = test.left.id, _GUARD_COMPARE[test.ops[0].__class__], test.comparators[0].value
+        else:
+            return
+        a = scope.node.args
+        pos = next((i for i, p in enumerate(a.posonlyargs + a.args) if p.arg == name), None)
+        if pos is None and not any(p.arg == name for p in a.kwonlyargs):
+            return  # not a parameter (*args and **kwargs hold no literal either)
+        method = scope.class_name is not None
+        if method and pos is not None:
+            pos = pos - 1 if pos else None  # as a call through an instance passes it; `self` is never passed so
+        found.append(ParamIf(name, pos, kind, const, method, start, mid, end))
+
+    def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
+        """Those of a function's guards whose parameter its body never binds again: what its walk saw bound
+        (_Scope.stored), where that is all; else (a `match`, `del name`, a walrus), as `_bindings` reads the body."""
+        stored = scope.stored
+        lines = self.facts.lines
+        if scope.rebinds_unknown or lines is None or any(":=" in line for line in lines[node.lineno - 1 : node.end_lineno]):
+            if scope._bound is None:
+                scope._bound = _bindings(node)
+            once = scope._bound[2]
+            return tuple(g for g in found if g.param in once)
+        return tuple(g for g in found if g.param not in stored)
 
     def _turns_grad_off(self, node: ast.AST, scope: _Scope) -> bool:
         """Whether a context manager or decorator expression turns gradients off: `torch.no_grad()`,
