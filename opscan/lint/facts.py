@@ -717,6 +717,7 @@ class _FactsBuilder:
         self.local_defs: set[str] = set()
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
+        self._walrus: bool | None = None  # whether the module's text holds `:=` (see _guards_of)
         self._guarded: tuple[list[Event], list[ParamIf]] | None = None  # the events and guards of the function walked
 
     # -- names ------------------------------------------------------------
@@ -1488,10 +1489,11 @@ class _FactsBuilder:
         self.no_grad_depth = 1 if decorated_no_grad else 0
         self._deferred = []
         # Its guards (ParamIf), where no decorator may call it with other arguments than its callers pass.
-        plain = all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in node.decorator_list)
-        self._guarded = (facts.events, []) if plain else None
+        decorators = node.decorator_list
+        plain = not decorators or all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in decorators)
+        guards: list[ParamIf] = []
+        self._guarded = (facts.events, guards) if plain else None
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
-        guards = self._guarded[1] if self._guarded is not None else None
         self._guarded = None
         functions = self.facts.functions
         before = len(functions)
@@ -1546,8 +1548,10 @@ class _FactsBuilder:
         """Those of a function's guards whose parameter its body never binds again: what its walk saw bound
         (_Scope.stored), where that is all; else (a `match`, `del name`, a walrus), as `_bindings` reads the body."""
         stored = scope.stored
-        lines = self.facts.lines
-        if scope.rebinds_unknown or lines is None or any(":=" in line for line in lines[node.lineno - 1 : node.end_lineno]):
+        if self._walrus is None:  # the module's text, looked at once, and only where a function has guards
+            lines = self.facts.lines
+            self._walrus = lines is None or any(":=" in line for line in lines)
+        if scope.rebinds_unknown or self._walrus:
             if scope._bound is None:
                 scope._bound = _bindings(node)
             once = scope._bound[2]
