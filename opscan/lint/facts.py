@@ -237,12 +237,18 @@ class FunctionFacts(Plain):
 
 
 class ClassFacts(Plain):
-    _fields = ("name", "loc", "bases", "methods", "forwards_init")
+    _fields = ("name", "loc", "bases", "methods", "forwards_init", "attrs")
     __slots__ = _fields
     __reduce__ = by_fields
 
     def __init__(
-        self, name: str, loc: Loc, bases: tuple[str | None, ...] = (), methods: tuple[str, ...] = (), forwards_init: bool = True
+        self,
+        name: str,
+        loc: Loc,
+        bases: tuple[str | None, ...] = (),
+        methods: tuple[str, ...] = (),
+        forwards_init: bool = True,
+        attrs: tuple[tuple[str, str], ...] = (),
     ):
         self.name = name
         self.loc = loc
@@ -251,6 +257,9 @@ class ClassFacts(Plain):
         # Whether calling it calls its base's __init__ with the same arguments: it defines no
         # __init__, or one that begins `super().__init__(*args, **kwargs)` and takes nothing else.
         self.forwards_init = forwards_init
+        # (attribute, the class called to build it): `self.transform = Blur()` in one of its methods, the one
+        # store to `self.transform` in any class of the module, so `self.transform(img)` runs Blur.__call__.
+        self.attrs = attrs
 
 
 class ModuleFacts(Plain):
@@ -718,6 +727,7 @@ class _FactsBuilder:
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
         self._walrus: bool | None = None  # whether the module's text holds `:=` (see _guards_of)
+        self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
         self._guarded: tuple[list[Event], list[ParamIf]] | None = None  # the events and guards of the function walked
 
     # -- names ------------------------------------------------------------
@@ -1167,6 +1177,16 @@ class _FactsBuilder:
             scope.attr_calls = []
         attrs[key] = [value.value, len(scope.attr_calls)]
 
+    def _store_self(self, attr: str, value: ast.AST | None, scope: _Scope) -> None:
+        """A store to `self.<attr>` in a method: kept (ClassFacts.attrs) where it is the module's only one and
+        builds an object of a named callee, `self.transform = Blur()`; any other store of it forgets it."""
+        stores = self._self_attrs
+        if attr in stores or value.__class__ is not ast.Call:
+            stores[attr] = None
+            return
+        callee = self.qualify(value.func, scope)
+        stores[attr] = (scope.class_name, callee) if callee else None
+
     def attribute_holds(self, base: str, held: list, scope: _Scope) -> bool:
         """Whether the store kept in `held` (to an attribute of `base`) is what a read here sees (see above)."""
         once, captured, suspends, _ = scope.attr_facts()
@@ -1305,6 +1325,12 @@ class _FactsBuilder:
         if cls is ast.Attribute:
             if target.value.__class__ is ast.Name:
                 self.store_attribute(target, value, scope)
+                if target.value.id == "self" and scope.class_name is not None:
+                    self._store_self(target.attr, value, scope)
+                else:  # `dataset.transform = None`: the store may be to such an object
+                    self._self_attrs[target.attr] = None
+            else:
+                self._self_attrs[target.attr] = None
             q = self.qualify(target, scope)
             if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
                 out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
@@ -1415,6 +1441,8 @@ class _FactsBuilder:
             for target in stmt.targets:
                 if target.__class__ is not ast.Attribute and target.__class__ is not ast.Subscript:
                     scope.rebinds_unknown = True  # `del name`, `del (a, b)`
+                elif target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and target.value.id == "self":
+                    self._self_attrs[target.attr] = None
             if scope.attrs:
                 for target in stmt.targets:
                     for sub in walk(target):
@@ -1693,6 +1721,11 @@ class _FactsBuilder:
         self.body(tree.body, self.module_scope, out, prefix="")
         self._walk_deferred()  # function and method bodies see the module as it is once it has run
         self.facts.body = out
+        classes = self.facts.classes
+        for attr, kept in self._self_attrs.items():
+            if kept is not None and kept[0] in classes:
+                owner = classes[kept[0]]
+                owner.attrs = (*owner.attrs, (attr, kept[1]))
         if self._class_body_events:
             # Calls in class bodies (layers built as class attributes) are reachable, not ordered.
             self.facts.functions["<class bodies>"] = FunctionFacts("<class bodies>", Loc(1, 1, 1, 1), self._class_body_events)

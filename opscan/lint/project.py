@@ -746,6 +746,14 @@ class Project:
             key = f"{cls.name}.{n}"
             if key in mod.facts.functions:
                 return ("function", mod, mod.facts.functions[key])
+        if cls.attrs and depth <= 8:  # an attribute its methods set to an object: `self.transform(img)` calls its class's
+            attr, _, rest = name.partition(".")
+            held = next((callee for a, callee in cls.attrs if a == attr), None)
+            if held is not None:
+                target = self.resolve(held, mod, search, depth + 1)
+                if target and target[0] == "class":
+                    return self.find_method(target[1], target[2], rest or "__call__", search, depth + 1)
+                return None  # what a function built, or a library's object
         return self._in_bases(mod, cls, name, search, depth)
 
     def _in_bases(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int):
