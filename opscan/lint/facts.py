@@ -726,9 +726,10 @@ class _FactsBuilder:
         self.local_defs: set[str] = set()
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
-        self._walrus: bool | None = None  # whether the module's text holds `:=` (see _guards_of)
+        self.walrus = True  # whether the module's text may hold `:=` (see _guards_of); `extract` says
         self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
-        self._guarded: tuple[list[Event], list[ParamIf]] | None = None  # the events and guards of the function walked
+        # The events, guards and parameters of the function walked, where it may have guards.
+        self._guarded: tuple[list[Event], list[ParamIf], tuple[str, ...]] | None = None
 
     # -- names ------------------------------------------------------------
 
@@ -1396,7 +1397,7 @@ class _FactsBuilder:
                 self.block(stmt.orelse, scope, out, prefix)
                 guarded = self._guarded
                 if guarded is not None and out is guarded[0] and len(out) > start:
-                    self._guard(stmt.test, scope, guarded[1], start, mid, len(out))
+                    self._guard(stmt.test, scope, guarded, start, mid, len(out))
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -1520,7 +1521,7 @@ class _FactsBuilder:
         decorators = node.decorator_list
         plain = not decorators or all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in decorators)
         guards: list[ParamIf] = []
-        self._guarded = (facts.events, guards) if plain else None
+        self._guarded = (facts.events, guards, facts.params) if plain else None
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
         self._guarded = None
         functions = self.facts.functions
@@ -1545,10 +1546,10 @@ class _FactsBuilder:
                 facts.grad_off = self._grad_off(node, inner, facts.qualname)
         functions[facts.qualname] = facts
 
-    def _guard(self, test: ast.AST, scope: _Scope, found: list, start: int, mid: int, end: int) -> None:
-        """Add the `if` whose test is `test` and whose events are `start:mid` (body) and `mid:end` (else) to
-        `found` where the test reads a parameter of the function alone (`_guards_of` then keeps those of the
-        parameters the function never binds again)."""
+    def _guard(self, test: ast.AST, scope: _Scope, guarded: tuple, start: int, mid: int, end: int) -> None:
+        """Add the `if` whose test is `test` and whose events are `start:mid` (body) and `mid:end` (else) to the
+        function's guards (`guarded`: its events, guards and parameters) where the test reads a parameter alone
+        (`_guards_of` then keeps those of the parameters the function never binds again)."""
         cls = test.__class__
         const = None
         if cls is ast.Name:
@@ -1563,23 +1564,22 @@ class _FactsBuilder:
             name, kind, const = test.left.id, _GUARD_COMPARE[test.ops[0].__class__], test.comparators[0].value
         else:
             return
+        if name not in guarded[2]:
+            return  # a local variable, the commonest case
         a = scope.node.args
         pos = next((i for i, p in enumerate(a.posonlyargs + a.args) if p.arg == name), None)
         if pos is None and not any(p.arg == name for p in a.kwonlyargs):
-            return  # not a parameter (*args and **kwargs hold no literal either)
+            return  # *args or **kwargs: no literal
         method = scope.class_name is not None
         if method and pos is not None:
             pos = pos - 1 if pos else None  # as a call through an instance passes it; `self` is never passed so
-        found.append(ParamIf(name, pos, kind, const, method, start, mid, end))
+        guarded[1].append(ParamIf(name, pos, kind, const, method, start, mid, end))
 
     def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
         """Those of a function's guards whose parameter its body never binds again: what its walk saw bound
         (_Scope.stored), where that is all; else (a `match`, `del name`, a walrus), as `_bindings` reads the body."""
         stored = scope.stored
-        if self._walrus is None:  # the module's text, looked at once, and only where a function has guards
-            lines = self.facts.lines
-            self._walrus = lines is None or any(":=" in line for line in lines)
-        if scope.rebinds_unknown or self._walrus:
+        if scope.rebinds_unknown or self.walrus:
             if scope._bound is None:
                 scope._bound = _bindings(node)
             once = scope._bound[2]
@@ -1800,7 +1800,9 @@ def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None 
             facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
         return facts
     try:
-        _FactsBuilder(facts, package, calls).run(tree)
+        builder = _FactsBuilder(facts, package, calls)
+        builder.walrus = ":=" in text  # what _guards_of asks, found at C speed: most files have none
+        builder.run(tree)
     except RecursionError:
         facts.error = "cannot analyse file: expressions are nested too deeply"
         facts.body, facts.functions, facts.classes = [], {}, {}
