@@ -727,6 +727,7 @@ class _FactsBuilder:
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
         self.walrus = True  # whether the module's text may hold `:=` (see _guards_of); `extract` says
+        self.nested = 0  # how many branches, loops, `with` and `try` blocks hold the statement walked
         self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
         # The events, guards and parameters of the function walked, where it may have guards.
         self._guarded: tuple[list[Event], list[ParamIf], tuple[str, ...]] | None = None
@@ -770,6 +771,16 @@ class _FactsBuilder:
         if len(attrs) == 1:
             return f"{base}.{attrs[0]}"
         return ".".join([base, *reversed(attrs)])
+
+    def _reference(self, node: ast.AST, scope: _Scope) -> str | None:
+        """The qualified name of a name, or of an attribute chain on one, that an import or a definition binds
+        (`RandomFlip`, `np.random.shuffle`); None for a variable's, `self`'s or an instance's attributes."""
+        root = node
+        while root.__class__ is ast.Attribute:
+            root = root.value
+        if root.__class__ is not ast.Name or root.id == "self" or scope.instance(root.id) or scope.lookup(root.id) is None:
+            return None
+        return self.qualify(node, scope)
 
     def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> tuple[str, ...]:
         """Bind the names an import statement binds; return the modules it may load, in order.
@@ -1235,13 +1246,16 @@ class _FactsBuilder:
         attribute stores kept (`_Scope.attrs`) that it makes end with it; a loop's see none kept before it,
         and none are kept after it."""
         before = scope.attrs
+        self.nested += 1
         if not before:  # the common case: nothing kept, no copy
             self.body(stmts, scope, out, prefix)
+            self.nested -= 1
             if scope.attrs:
                 scope.attrs = {}
             return
         scope.attrs = {} if loop else dict(before)
         self.body(stmts, scope, out, prefix)
+        self.nested -= 1
         after = scope.attrs
         # The calls made inside stay in attr_calls: they count for the stores kept from before.
         scope.attrs = {} if loop else {key: held for key, held in before.items() if after.get(key) is held}
@@ -1278,6 +1292,13 @@ class _FactsBuilder:
                     if chosen:
                         scope.choices[name] = chosen
                         self.has_choices = True
+                        return
+                elif (value.__class__ is ast.Name or value.__class__ is ast.Attribute) and not self.nested:
+                    # `Aug = RandomFlip`, `shuffle = np.random.shuffle`: another name for what it names, from here
+                    # on; not in a branch or loop, where it may not run (there the name is forgotten, as above).
+                    referred = self._reference(value, scope)
+                    if referred:
+                        scope.aliases[name] = referred
                         return
                 if self._device_is_cuda(value, scope):
                     scope.cuda_names.add(name)

@@ -717,7 +717,7 @@ class Project:
             if method:
                 return method
         alias = facts.aliases.get(head)
-        if alias and not alias.startswith(THIS + "."):  # re-exported from elsewhere
+        if alias and alias != f"{THIS}.{head}":  # re-exported from elsewhere, or another name (`Aug = RandomFlip`)
             return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
         return None
 
