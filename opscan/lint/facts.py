@@ -1412,13 +1412,17 @@ class _FactsBuilder:
                         self.block(block, scope, out, prefix)
                         out.append(Event(loc_of(stmt), Guard(when, False)))
             else:
-                start = len(out)
-                self.block(stmt.body, scope, out, prefix)
-                mid = len(out)
-                self.block(stmt.orelse, scope, out, prefix)
                 guarded = self._guarded
-                if guarded is not None and out is guarded[0] and len(out) > start:
-                    self._guard(stmt.test, scope, guarded, start, mid, len(out))
+                if guarded is None or out is not guarded[0]:  # no guards here (see _walk_function)
+                    self.block(stmt.body, scope, out, prefix)
+                    self.block(stmt.orelse, scope, out, prefix)
+                else:
+                    start = len(out)
+                    self.block(stmt.body, scope, out, prefix)
+                    mid = len(out)
+                    self.block(stmt.orelse, scope, out, prefix)
+                    if len(out) > start:
+                        self._guard(stmt.test, scope, guarded, start, mid, len(out))
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -1460,10 +1464,15 @@ class _FactsBuilder:
             for case in stmt.cases:
                 self.block(case.body, scope, out, prefix)
         elif isinstance(stmt, ast.Delete):
-            for target in stmt.targets:
-                if target.__class__ is not ast.Attribute and target.__class__ is not ast.Subscript:
-                    scope.rebinds_unknown = True  # `del name`, `del (a, b)`
-                elif target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and target.value.id == "self":
+            pending = list(stmt.targets)
+            while pending:  # `del name`, `del a, (b, c)`, `del self.transform`
+                target = pending.pop()
+                cls = target.__class__
+                if cls is ast.Name:
+                    scope.stored.add(target.id)
+                elif cls is ast.Tuple or cls is ast.List:
+                    pending += target.elts
+                elif cls is ast.Attribute:  # of `self` or of another object: forgotten (see _store_self)
                     self._self_attrs[target.attr] = None
             if scope.attrs:
                 for target in stmt.targets:
@@ -1598,9 +1607,10 @@ class _FactsBuilder:
 
     def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
         """Those of a function's guards whose parameter its body never binds again: what its walk saw bound
-        (_Scope.stored), where that is all; else (a `match`, `del name`, a walrus), as `_bindings` reads the body."""
+        (_Scope.stored), where that is all; else (a `match`, a walrus on one of its lines), as `_bindings` reads it."""
         stored = scope.stored
-        if scope.rebinds_unknown or self.walrus:
+        lines = self.facts.lines
+        if scope.rebinds_unknown or (self.walrus and (lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno]))):
             if scope._bound is None:
                 scope._bound = _bindings(node)
             once = scope._bound[2]
