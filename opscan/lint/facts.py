@@ -524,11 +524,6 @@ class _Scope:
         self.instances: dict[str, str] = {}  # variable -> qualified name of the class it holds
         self.cuda_names: set[str] = set()  # variables that hold a CUDA device
         self.shadowed: set[str] = set()  # local variables that hide an outer alias
-        # The names its statements bind (assignments, loops, `with`, `del`, imports, defs, `except ... as`, and
-        # `nonlocal` in functions inside it); `rebinds_unknown`: it may bind others (a `match`, a `type`), see
-        # _FactsBuilder._guards_of. Walrus targets are not here: the function's text is looked at for them.
-        self.stored: set[str] = set()
-        self.rebinds_unknown = False
         self.class_name = class_name  # set inside methods, for self.method()
         self.built: dict[str, Built] = {}  # variable -> the settings object (frameworks.SETTINGS_CLASSES) it holds
         # variable -> the local functions named in the display (dict, list, tuple, set) last bound to it
@@ -704,6 +699,62 @@ def _chain_root(node: ast.AST) -> str | None:
         if node.__class__ is ast.Call:
             node = node.func
     return node.id if node.__class__ is ast.Name else None
+
+
+def _bound_by(body: list[ast.stmt], names: set[str]) -> set[str]:
+    """Which of `names` the statements of a function's `body` bind: assignments, loops, `with`, `del`, imports,
+    defs, `except ... as`, and `global` or `nonlocal` in a function defined inside it; a `match` or a `type`
+    statement may bind any. Statements only, not expressions: a walrus is looked for in the text (see
+    _FactsBuilder._guards_of), and comprehensions bind in scopes of their own. Asked only of the few
+    functions with guards, so the facts walk keeps no record of what every body binds."""
+    found: set[str] = set()
+    pending: list[tuple[ast.stmt, bool]] = [(s, False) for s in body]  # (statement, in a function defined inside)
+    targets: list[ast.AST] = []
+    while pending:
+        stmt, inner = pending.pop()
+        cls = stmt.__class__
+        if cls is ast.Global or cls is ast.Nonlocal:
+            if inner:
+                found.update(n for n in stmt.names if n in names)
+            continue
+        if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef or cls is ast.ClassDef:
+            if not inner and stmt.name in names:
+                found.add(stmt.name)
+            pending += [(s, True) for s in stmt.body]
+            continue
+        if cls.__name__ in ("Match", "TypeAlias"):
+            if not inner:
+                return set(names)
+            pending += [(s, True) for case in getattr(stmt, "cases", ()) for s in case.body]
+            continue
+        if not inner:
+            if cls is ast.Assign or cls is ast.Delete:
+                targets += stmt.targets
+            elif cls is ast.AugAssign or cls is ast.AnnAssign or cls is ast.For or cls is ast.AsyncFor:
+                targets.append(stmt.target)
+            elif cls is ast.With or cls is ast.AsyncWith:
+                targets += [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+            elif cls is ast.Import or cls is ast.ImportFrom:
+                found.update(a.asname or a.name.partition(".")[0] for a in stmt.names if (a.asname or a.name.partition(".")[0]) in names)
+            elif cls is ast.Try or cls.__name__ == "TryStar":
+                found.update(h.name for h in stmt.handlers if h.name in names)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if block.__class__ is list:
+                pending += [(s, inner) for s in block]
+        for handler in getattr(stmt, "handlers", ()):
+            pending += [(s, inner) for s in handler.body]
+    while targets:  # names, in tuples and lists, starred too; an attribute or subscript binds none
+        target = targets.pop()
+        cls = target.__class__
+        if cls is ast.Name:
+            if target.id in names:
+                found.add(target.id)
+        elif cls is ast.Tuple or cls is ast.List:
+            targets += target.elts
+        elif cls is ast.Starred:
+            targets.append(target.value)
+    return found
 
 
 def _call_loc(call: ast.Call) -> Loc:
@@ -1264,7 +1315,6 @@ class _FactsBuilder:
         cls = target.__class__
         if cls is ast.Name:  # the commonest target, first
             name = target.id
-            scope.stored.add(name)
             if scope.aliases:  # most are empty, and a test costs less than a call
                 scope.aliases.pop(name, None)
             if scope.instances:
@@ -1334,9 +1384,6 @@ class _FactsBuilder:
             for t in target.elts:
                 self.assign_target_events(t, None, scope, out, node)
             return
-        if cls is ast.Starred:  # `a, *rest = ...`
-            self.assign_target_events(target.value, None, scope, out, node)
-            return
         if cls is ast.Subscript:
             container = self.qualify(target.value, scope)
             if container == _ENV:
@@ -1376,18 +1423,14 @@ class _FactsBuilder:
                     self.target_subexpressions(t, scope, out)
                 self.assign_target_events(t, stmt.value, scope, out, stmt)
         elif cls is ast.Import or cls is ast.ImportFrom:
-            for alias in stmt.names:
-                scope.stored.add(alias.asname or alias.name.partition(".")[0])
             loads = self._import(stmt, scope)
             if loads:
                 out.append(Event(loc_of(stmt), Import(loads)))
         elif cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
-            scope.stored.add(stmt.name)
             for d in stmt.decorator_list:
                 self.expression_events(d, scope, out)
             self.function(stmt, scope, prefix, class_name=None)
         elif cls is ast.ClassDef:
-            scope.stored.add(stmt.name)
             for d in stmt.decorator_list + stmt.bases:
                 self.expression_events(d, scope, out)
             self.class_def(stmt, scope, prefix)
@@ -1449,8 +1492,6 @@ class _FactsBuilder:
             # the rest of the file means by the name, so a handler does not undo it.
             imported = dict(scope.aliases)
             for handler in stmt.handlers:
-                if handler.name:
-                    scope.stored.add(handler.name)
                 self.block(handler.body, scope, out, prefix)
             for name, qualname in imported.items():
                 if name not in scope.aliases:
@@ -1459,20 +1500,12 @@ class _FactsBuilder:
             self.block(stmt.orelse, scope, out, prefix)
             self.block(stmt.finalbody, scope, out, prefix)
         elif hasattr(ast, "Match") and isinstance(stmt, ast.Match):
-            scope.rebinds_unknown = True  # its patterns capture names
             self.expression_events(stmt.subject, scope, out)
             for case in stmt.cases:
                 self.block(case.body, scope, out, prefix)
         elif isinstance(stmt, ast.Delete):
-            pending = list(stmt.targets)
-            while pending:  # `del name`, `del a, (b, c)`, `del self.transform`
-                target = pending.pop()
-                cls = target.__class__
-                if cls is ast.Name:
-                    scope.stored.add(target.id)
-                elif cls is ast.Tuple or cls is ast.List:
-                    pending += target.elts
-                elif cls is ast.Attribute:  # of `self` or of another object: forgotten (see _store_self)
+            for target in stmt.targets:
+                if target.__class__ is ast.Attribute:  # of `self` or of another object: forgotten (see _store_self)
                     self._self_attrs[target.attr] = None
             if scope.attrs:
                 for target in stmt.targets:
@@ -1482,13 +1515,7 @@ class _FactsBuilder:
         elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
             for name in stmt.names:
                 scope.shadowed.discard(name)
-                outer = scope.parent
-                while outer is not None:  # a function inside another may bind the outer one's name
-                    outer.stored.add(name)
-                    outer = outer.parent
         else:  # Expr, Return, Raise, Assert, ...
-            if cls.__name__ == "TypeAlias":  # `type X = ...` (3.12)
-                scope.rebinds_unknown = True
             for child in iter_child_nodes(stmt):
                 self.expression_events(child, scope, out)
 
@@ -1606,16 +1633,16 @@ class _FactsBuilder:
         guarded[1].append(ParamIf(name, pos, kind, const, method, start, mid, end))
 
     def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
-        """Those of a function's guards whose parameter its body never binds again: what its walk saw bound
-        (_Scope.stored), where that is all; else (a `match`, a walrus on one of its lines), as `_bindings` reads it."""
-        stored = scope.stored
+        """Those of a function's guards whose parameter its body never binds again: as its statements bind
+        names (`_bound_by`), where no walrus is on one of its lines; else as `_bindings` reads every node."""
         lines = self.facts.lines
-        if scope.rebinds_unknown or (self.walrus and (lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno]))):
+        if self.walrus and (lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno])):
             if scope._bound is None:
                 scope._bound = _bindings(node)
             once = scope._bound[2]
             return tuple(g for g in found if g.param in once)
-        return tuple(g for g in found if g.param not in stored)
+        bound = _bound_by(node.body, {g.param for g in found})
+        return tuple(g for g in found if g.param not in bound)
 
     def _turns_grad_off(self, node: ast.AST, scope: _Scope) -> bool:
         """Whether a context manager or decorator expression turns gradients off: `torch.no_grad()`,
