@@ -777,7 +777,6 @@ class _FactsBuilder:
         self.local_defs: set[str] = set()
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
-        self.walrus = True  # whether the module's text may hold `:=` (see _guards_of); `extract` says
         self.nested = 0  # how many branches, loops, `with` and `try` blocks hold the statement walked
         self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
         # The events, guards and parameters of the function walked, where it may have guards.
@@ -1636,7 +1635,7 @@ class _FactsBuilder:
         """Those of a function's guards whose parameter its body never binds again: as its statements bind
         names (`_bound_by`), where no walrus is on one of its lines; else as `_bindings` reads every node."""
         lines = self.facts.lines
-        if self.walrus and (lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno])):
+        if lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno]):  # asked of few functions
             if scope._bound is None:
                 scope._bound = _bindings(node)
             once = scope._bound[2]
@@ -1858,9 +1857,7 @@ def extract(path: str, data: bytes, package: str = "", calls: CallFilter | None 
             facts.error = f"cannot parse file: {exc}" if str(exc) else "cannot parse file: ValueError"
         return facts
     try:
-        builder = _FactsBuilder(facts, package, calls)
-        builder.walrus = ":=" in text  # what _guards_of asks, found at C speed: most files have none
-        builder.run(tree)
+        _FactsBuilder(facts, package, calls).run(tree)
     except RecursionError:
         facts.error = "cannot analyse file: expressions are nested too deeply"
         facts.body, facts.functions, facts.classes = [], {}, {}
