@@ -17,11 +17,11 @@ from __future__ import annotations
 import _ast as ast
 import warnings
 
-from opscan._plain import Plain, by_fields
+from opscan._plain import Frozen, Plain, by_fields
 from opscan.lint import apis, frameworks
 from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
-from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named
+from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 22  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL)
+FACTS_VERSION = 23  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -153,8 +153,8 @@ def _module_facts(state: tuple) -> ModuleFacts:
         setattr(facts, name, value)
     facts.body = _unpack_events(facts.body)
     facts.functions = {
-        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off)
-        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off in facts.functions
+        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off, guards)
+        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off, guards in facts.functions
     }
     return facts
 
@@ -164,8 +164,55 @@ GRAD_OFF_DECORATOR = 1  # called with a function, returns it run with gradients 
 GRAD_OFF_FACTORY = 2  # returns such a decorator: yolov5's `smart_inference_mode()` (utils/torch_utils.py)
 
 
+class ParamIf(Frozen):
+    """An `if` of a function whose test reads one of its parameters alone (`if deterministic:`, `if not
+    deterministic:`, `if deterministic is True`, `== False`, ...): a call that passes it a literal runs
+    one branch only (the linker leaves out the other's events). A default is not read: a call that
+    leaves it may still be one of several the function serves, as in code that seeds in each branch.
+
+    `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
+    call passes the parameter by position (None: keyword-only); in a method (`method`), where a call
+    through an instance does (`self` not counted), which only a call of the class is sure to be.
+    Only a parameter the function never binds again, in a function with no decorator (which may call
+    it with other arguments) other than staticmethod and classmethod, has one.
+    """
+
+    _fields = ("param", "pos", "test", "const", "method", "start", "mid", "end")
+    __slots__ = _fields
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
+
+    def __init__(self, param: str, pos: int | None, test: str, const: Any, method: bool, start: int, mid: int, end: int):
+        self.param = param
+        self.pos = pos
+        self.test = test  # "truth", "not", "is", "is not", "==", "!=": how the test reads the value
+        self.const = const  # what "is" and "==" compare with
+        self.method = method
+        self.start = start
+        self.mid = mid
+        self.end = end
+
+    def runs(self, value: Any) -> Any:
+        """Whether the test passes for a literal value of the parameter (UNKNOWN: any other value)."""
+        if value is UNKNOWN or value.__class__ not in _GUARD_TYPES and not isinstance(value, str):
+            return UNKNOWN
+        test = self.test
+        if test == "truth":
+            return truth(value)
+        if test == "not":
+            return not value
+        if test == "is" or test == "is not":  # const is True or False: the same object where equal and a bool
+            same = value.__class__ is self.const.__class__ and value == self.const
+            return same if test == "is" else not same
+        return (value == self.const) if test == "==" else (value != self.const)
+
+
+_GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
+_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True or False
+_SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that pass a call's arguments on unchanged
+
+
 class FunctionFacts(Plain):
-    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off")
+    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off", "guards")
     __slots__ = _fields
 
     def __init__(
@@ -176,6 +223,7 @@ class FunctionFacts(Plain):
         params: tuple[str, ...] = (),
         decorators: tuple[tuple[str, bool], ...] = (),
         grad_off: int = 0,
+        guards: tuple[ParamIf, ...] = (),
     ):
         self.qualname = qualname  # within the module, e.g. "main", "Net.forward"
         self.loc = loc
@@ -185,15 +233,22 @@ class FunctionFacts(Plain):
         # `@smart_inference_mode()`). The linker marks the calls of the body no_grad where one turns gradients off.
         self.decorators = decorators
         self.grad_off = grad_off  # 0, GRAD_OFF_DECORATOR or GRAD_OFF_FACTORY
+        self.guards = guards  # its `if`s on a parameter alone, which a literal argument decides (ParamIf)
 
 
 class ClassFacts(Plain):
-    _fields = ("name", "loc", "bases", "methods", "forwards_init")
+    _fields = ("name", "loc", "bases", "methods", "forwards_init", "attrs")
     __slots__ = _fields
     __reduce__ = by_fields
 
     def __init__(
-        self, name: str, loc: Loc, bases: tuple[str | None, ...] = (), methods: tuple[str, ...] = (), forwards_init: bool = True
+        self,
+        name: str,
+        loc: Loc,
+        bases: tuple[str | None, ...] = (),
+        methods: tuple[str, ...] = (),
+        forwards_init: bool = True,
+        attrs: tuple[tuple[str, str], ...] = (),
     ):
         self.name = name
         self.loc = loc
@@ -202,6 +257,9 @@ class ClassFacts(Plain):
         # Whether calling it calls its base's __init__ with the same arguments: it defines no
         # __init__, or one that begins `super().__init__(*args, **kwargs)` and takes nothing else.
         self.forwards_init = forwards_init
+        # (attribute, the class called to build it): `self.transform = Blur()` in one of its methods, the one
+        # store to `self.transform` in any class of the module, so `self.transform(img)` runs Blur.__call__.
+        self.attrs = attrs
 
 
 class ModuleFacts(Plain):
@@ -223,7 +281,7 @@ class ModuleFacts(Plain):
                 value = [
                     (
                         key, f.qualname, f.loc.line, f.loc.col, f.loc.end_line, f.loc.end_col, _pack_events(f.events), f.params,
-                        f.decorators, f.grad_off,
+                        f.decorators, f.grad_off, f.guards,
                     )
                     for key, f in value.items()
                 ]  # fmt: skip
@@ -643,6 +701,62 @@ def _chain_root(node: ast.AST) -> str | None:
     return node.id if node.__class__ is ast.Name else None
 
 
+def _bound_by(body: list[ast.stmt], names: set[str]) -> set[str]:
+    """Which of `names` the statements of a function's `body` bind: assignments, loops, `with`, `del`, imports,
+    defs, `except ... as`, and `global` or `nonlocal` in a function defined inside it; a `match` or a `type`
+    statement may bind any. Statements only, not expressions: a walrus is looked for in the text (see
+    _FactsBuilder._guards_of), and comprehensions bind in scopes of their own. Asked only of the few
+    functions with guards, so the facts walk keeps no record of what every body binds."""
+    found: set[str] = set()
+    pending: list[tuple[ast.stmt, bool]] = [(s, False) for s in body]  # (statement, in a function defined inside)
+    targets: list[ast.AST] = []
+    while pending:
+        stmt, inner = pending.pop()
+        cls = stmt.__class__
+        if cls is ast.Global or cls is ast.Nonlocal:
+            if inner:
+                found.update(n for n in stmt.names if n in names)
+            continue
+        if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef or cls is ast.ClassDef:
+            if not inner and stmt.name in names:
+                found.add(stmt.name)
+            pending += [(s, True) for s in stmt.body]
+            continue
+        if cls.__name__ in ("Match", "TypeAlias"):
+            if not inner:
+                return set(names)
+            pending += [(s, True) for case in getattr(stmt, "cases", ()) for s in case.body]
+            continue
+        if not inner:
+            if cls is ast.Assign or cls is ast.Delete:
+                targets += stmt.targets
+            elif cls is ast.AugAssign or cls is ast.AnnAssign or cls is ast.For or cls is ast.AsyncFor:
+                targets.append(stmt.target)
+            elif cls is ast.With or cls is ast.AsyncWith:
+                targets += [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+            elif cls is ast.Import or cls is ast.ImportFrom:
+                found.update(a.asname or a.name.partition(".")[0] for a in stmt.names if (a.asname or a.name.partition(".")[0]) in names)
+            elif cls is ast.Try or cls.__name__ == "TryStar":
+                found.update(h.name for h in stmt.handlers if h.name in names)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if block.__class__ is list:
+                pending += [(s, inner) for s in block]
+        for handler in getattr(stmt, "handlers", ()):
+            pending += [(s, inner) for s in handler.body]
+    while targets:  # names, in tuples and lists, starred too; an attribute or subscript binds none
+        target = targets.pop()
+        cls = target.__class__
+        if cls is ast.Name:
+            if target.id in names:
+                found.add(target.id)
+        elif cls is ast.Tuple or cls is ast.List:
+            targets += target.elts
+        elif cls is ast.Starred:
+            targets.append(target.value)
+    return found
+
+
 def _call_loc(call: ast.Call) -> Loc:
     return Loc(call.lineno, call.col_offset + 1, call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
 
@@ -663,6 +777,10 @@ class _FactsBuilder:
         self.local_defs: set[str] = set()
         # The call call_event saw last, and what its callee qualified to then (see assign_target_events).
         self._called: tuple[ast.Call | None, str | None] = (None, None)
+        self.nested = 0  # how many branches, loops, `with` and `try` blocks hold the statement walked
+        self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
+        # The events, guards and parameters of the function walked, where it may have guards.
+        self._guarded: tuple[list[Event], list[ParamIf], tuple[str, ...]] | None = None
 
     # -- names ------------------------------------------------------------
 
@@ -703,6 +821,16 @@ class _FactsBuilder:
         if len(attrs) == 1:
             return f"{base}.{attrs[0]}"
         return ".".join([base, *reversed(attrs)])
+
+    def _reference(self, node: ast.AST, scope: _Scope) -> str | None:
+        """The qualified name of a name, or of an attribute chain on one, that an import or a definition binds
+        (`RandomFlip`, `np.random.shuffle`); None for a variable's, `self`'s or an instance's attributes."""
+        root = node
+        while root.__class__ is ast.Attribute:
+            root = root.value
+        if root.__class__ is not ast.Name or root.id == "self" or scope.instance(root.id) or scope.lookup(root.id) is None:
+            return None
+        return self.qualify(node, scope)
 
     def _import(self, node: ast.Import | ast.ImportFrom, scope: _Scope) -> tuple[str, ...]:
         """Bind the names an import statement binds; return the modules it may load, in order.
@@ -1111,6 +1239,16 @@ class _FactsBuilder:
             scope.attr_calls = []
         attrs[key] = [value.value, len(scope.attr_calls)]
 
+    def _store_self(self, attr: str, value: ast.AST | None, scope: _Scope) -> None:
+        """A store to `self.<attr>` in a method: kept (ClassFacts.attrs) where it is the module's only one and
+        builds an object of a named callee, `self.transform = Blur()`; any other store of it forgets it."""
+        stores = self._self_attrs
+        if attr in stores or value.__class__ is not ast.Call:
+            stores[attr] = None
+            return
+        callee = self.qualify(value.func, scope)
+        stores[attr] = (scope.class_name, callee) if callee else None
+
     def attribute_holds(self, base: str, held: list, scope: _Scope) -> bool:
         """Whether the store kept in `held` (to an attribute of `base`) is what a read here sees (see above)."""
         once, captured, suspends, _ = scope.attr_facts()
@@ -1158,13 +1296,16 @@ class _FactsBuilder:
         attribute stores kept (`_Scope.attrs`) that it makes end with it; a loop's see none kept before it,
         and none are kept after it."""
         before = scope.attrs
+        self.nested += 1
         if not before:  # the common case: nothing kept, no copy
             self.body(stmts, scope, out, prefix)
+            self.nested -= 1
             if scope.attrs:
                 scope.attrs = {}
             return
         scope.attrs = {} if loop else dict(before)
         self.body(stmts, scope, out, prefix)
+        self.nested -= 1
         after = scope.attrs
         # The calls made inside stay in attr_calls: they count for the stores kept from before.
         scope.attrs = {} if loop else {key: held for key, held in before.items() if after.get(key) is held}
@@ -1200,6 +1341,13 @@ class _FactsBuilder:
                     if chosen:
                         scope.choices[name] = chosen
                         self.has_choices = True
+                        return
+                elif (value.__class__ is ast.Name or value.__class__ is ast.Attribute) and not self.nested:
+                    # `Aug = RandomFlip`, `shuffle = np.random.shuffle`: another name for what it names, from here
+                    # on; not in a branch or loop, where it may not run (there the name is forgotten, as above).
+                    referred = self._reference(value, scope)
+                    if referred:
+                        scope.aliases[name] = referred
                         return
                 if self._device_is_cuda(value, scope):
                     scope.cuda_names.add(name)
@@ -1245,6 +1393,12 @@ class _FactsBuilder:
         if cls is ast.Attribute:
             if target.value.__class__ is ast.Name:
                 self.store_attribute(target, value, scope)
+                if target.value.id == "self" and scope.class_name is not None:
+                    self._store_self(target.attr, value, scope)
+                else:  # `dataset.transform = None`: the store may be to such an object
+                    self._self_attrs[target.attr] = None
+            else:
+                self._self_attrs[target.attr] = None
             q = self.qualify(target, scope)
             if q in ("torch.backends.cudnn.benchmark", "torch.backends.cudnn.deterministic"):
                 out.append(Event(loc_of(node), Cudnn(q.rsplit(".", 1)[1], literal(value) if value is not None else UNKNOWN)))
@@ -1300,8 +1454,17 @@ class _FactsBuilder:
                         self.block(block, scope, out, prefix)
                         out.append(Event(loc_of(stmt), Guard(when, False)))
             else:
-                self.block(stmt.body, scope, out, prefix)
-                self.block(stmt.orelse, scope, out, prefix)
+                guarded = self._guarded
+                if guarded is None or out is not guarded[0]:  # no guards here (see _walk_function)
+                    self.block(stmt.body, scope, out, prefix)
+                    self.block(stmt.orelse, scope, out, prefix)
+                else:
+                    start = len(out)
+                    self.block(stmt.body, scope, out, prefix)
+                    mid = len(out)
+                    self.block(stmt.orelse, scope, out, prefix)
+                    if len(out) > start:
+                        self._guard(stmt.test, scope, guarded, start, mid, len(out))
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -1340,6 +1503,9 @@ class _FactsBuilder:
             for case in stmt.cases:
                 self.block(case.body, scope, out, prefix)
         elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                if target.__class__ is ast.Attribute:  # of `self` or of another object: forgotten (see _store_self)
+                    self._self_attrs[target.attr] = None
             if scope.attrs:
                 for target in stmt.targets:
                     for sub in walk(target):
@@ -1407,10 +1573,18 @@ class _FactsBuilder:
         outer_no_grad, outer_deferred = self.no_grad_depth, self._deferred
         self.no_grad_depth = 1 if decorated_no_grad else 0
         self._deferred = []
+        # Its guards (ParamIf), where no decorator may call it with other arguments than its callers pass.
+        decorators = node.decorator_list
+        plain = not decorators or all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in decorators)
+        guards: list[ParamIf] = []
+        self._guarded = (facts.events, guards, facts.params) if plain else None
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
+        self._guarded = None
         functions = self.facts.functions
         before = len(functions)
         self._walk_deferred()  # functions defined inside, once this body's names are all bound
+        if guards:  # now that the functions inside it, which may rebind its names (`nonlocal`), are walked
+            facts.guards = self._guards_of(guards, node, inner)
         self.no_grad_depth, self._deferred = outer_no_grad, outer_deferred
         # Whether it turns gradients off for what it decorates (see below), where its last statement may
         # return what such a function does: `G()(fn)`, `torch.no_grad()`, a conditional, or a function it
@@ -1427,6 +1601,47 @@ class _FactsBuilder:
             ):
                 facts.grad_off = self._grad_off(node, inner, facts.qualname)
         functions[facts.qualname] = facts
+
+    def _guard(self, test: ast.AST, scope: _Scope, guarded: tuple, start: int, mid: int, end: int) -> None:
+        """Add the `if` whose test is `test` and whose events are `start:mid` (body) and `mid:end` (else) to the
+        function's guards (`guarded`: its events, guards and parameters) where the test reads a parameter alone
+        (`_guards_of` then keeps those of the parameters the function never binds again)."""
+        cls = test.__class__
+        const = None
+        if cls is ast.Name:
+            name, kind = test.id, "truth"
+        elif cls is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Name:
+            name, kind = test.operand.id, "not"
+        elif (
+            cls is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name
+            and test.comparators[0].__class__ is ast.Constant and test.comparators[0].value.__class__ is bool
+            and test.ops[0].__class__ in _GUARD_COMPARE
+        ):  # fmt: skip
+            name, kind, const = test.left.id, _GUARD_COMPARE[test.ops[0].__class__], test.comparators[0].value
+        else:
+            return
+        if name not in guarded[2]:
+            return  # a local variable, the commonest case
+        a = scope.node.args
+        pos = next((i for i, p in enumerate(a.posonlyargs + a.args) if p.arg == name), None)
+        if pos is None and not any(p.arg == name for p in a.kwonlyargs):
+            return  # *args or **kwargs: no literal
+        method = scope.class_name is not None
+        if method and pos is not None:
+            pos = pos - 1 if pos else None  # as a call through an instance passes it; `self` is never passed so
+        guarded[1].append(ParamIf(name, pos, kind, const, method, start, mid, end))
+
+    def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
+        """Those of a function's guards whose parameter its body never binds again: as its statements bind
+        names (`_bound_by`), where no walrus is on one of its lines; else as `_bindings` reads every node."""
+        lines = self.facts.lines
+        if lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno]):  # asked of few functions
+            if scope._bound is None:
+                scope._bound = _bindings(node)
+            once = scope._bound[2]
+            return tuple(g for g in found if g.param in once)
+        bound = _bound_by(node.body, {g.param for g in found})
+        return tuple(g for g in found if g.param not in bound)
 
     def _turns_grad_off(self, node: ast.AST, scope: _Scope) -> bool:
         """Whether a context manager or decorator expression turns gradients off: `torch.no_grad()`,
@@ -1563,6 +1778,11 @@ class _FactsBuilder:
         self.body(tree.body, self.module_scope, out, prefix="")
         self._walk_deferred()  # function and method bodies see the module as it is once it has run
         self.facts.body = out
+        classes = self.facts.classes
+        for attr, kept in self._self_attrs.items():
+            if kept is not None and kept[0] in classes:
+                owner = classes[kept[0]]
+                owner.attrs = (*owner.attrs, (attr, kept[1]))
         if self._class_body_events:
             # Calls in class bodies (layers built as class attributes) are reachable, not ordered.
             self.facts.functions["<class bodies>"] = FunctionFacts("<class bodies>", Loc(1, 1, 1, 1), self._class_body_events)

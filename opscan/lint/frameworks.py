@@ -35,7 +35,7 @@ The module imports nothing heavy: it is data and small functions.
 from __future__ import annotations
 
 from opscan._plain import Frozen
-from opscan.lint.model import CUBLAS, UNKNOWN, Built, CallArgs, Cudnn, Determinism, EnvWrite, Seed
+from opscan.lint.model import CUBLAS, UNKNOWN, Built, CallArgs, Cudnn, Determinism, EnvWrite, Seed, truth
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -59,11 +59,6 @@ def _determinism(mode: Any, warn_only: Any = False) -> Determinism | None:
     ):
         return None
     return Determinism(mode, warn_only)
-
-
-def _truth(value: Any) -> Any:
-    """`bool(value)` for a literal, UNKNOWN for an unknown: what an `if value:` in the helper decides."""
-    return UNKNOWN if value is UNKNOWN else bool(value)
 
 
 def _as_seed(value: Any) -> Any:
@@ -300,9 +295,9 @@ def _run(steps: tuple, values: dict[str, Any], out: list, undecided: bool) -> bo
             if not _passes(step.kind, values[step.param]):
                 return False
         elif cls is If:
-            truth = _truth(values[step.param])
-            branch = step.then if truth is UNKNOWN or truth else step.otherwise
-            if not _run(branch, values, out, undecided or truth is UNKNOWN):
+            passes = truth(values[step.param])
+            branch = step.then if passes is UNKNOWN or passes else step.otherwise
+            if not _run(branch, values, out, undecided or passes is UNKNOWN):
                 return False
         elif cls is Determinism:
             flag = _determinism(_resolve(step.mode, values), _resolve(step.warn_only, values))
@@ -401,7 +396,7 @@ def _fabric(args: CallArgs) -> list[Effect]:
 def _lightning_trainer(args: CallArgs) -> list[Effect]:
     deterministic = args.get("deterministic", None, None)
     benchmark = args.get("benchmark", None, None)
-    enabled = _truth(deterministic)
+    enabled = truth(deterministic)
     effects: list[Effect] = []
     if benchmark is not None and benchmark is not UNKNOWN and not isinstance(benchmark, bool):
         return effects  # torch's cudnn.benchmark setter takes only a bool: RuntimeError
@@ -474,7 +469,7 @@ def _hf_trainer(args: CallArgs) -> list[Effect]:
         return [Seed(_HF_SEED_LIBS)]
     full = UNKNOWN
     if isinstance(settings, Built) and settings.qualname in _TRAINING_ARGUMENTS:
-        full = _truth(settings.args.get("full_determinism", None, False))
+        full = truth(settings.args.get("full_determinism", None, False))
     if full is UNKNOWN:
         return (
             [Seed(_HF_SEED_LIBS)]

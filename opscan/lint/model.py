@@ -30,6 +30,12 @@ class Named(str):
     __slots__ = ()
 
 
+def truth(value: Any) -> Any:
+    """`bool(value)` for a literal, UNKNOWN for an unknown: what an `if value:` decides, in a catalogue
+    helper (`frameworks.If`) or a project function (`facts.Guarded`)."""
+    return UNKNOWN if value is UNKNOWN else bool(value)
+
+
 CUBLAS = "CUBLAS_WORKSPACE_CONFIG"
 VALID_CUBLAS = (":4096:8", ":16:8")  # the only values torch's check accepts, compared as strings
 CUBLAS_VALUE = VALID_CUBLAS[0]  # the value the fixes write

@@ -22,13 +22,14 @@ from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, m
 from opscan.lint.facts import (
     CLS_CALL, GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, SUPER_CALL, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts,
 )  # fmt: skip
-from opscan.lint.model import UNKNOWN, Call, EnvWrite, Guard, Import, Imported, Loader, Loc
+from opscan.lint.model import UNKNOWN, Call, CallArgs, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
     from typing import Callable
 
+    from opscan.lint.facts import ParamIf
     from opscan.lint.model import Effect
 
 MAX_DEPTH = 40
@@ -716,7 +717,7 @@ class Project:
             if method:
                 return method
         alias = facts.aliases.get(head)
-        if alias and not alias.startswith(THIS + "."):  # re-exported from elsewhere
+        if alias and alias != f"{THIS}.{head}":  # re-exported from elsewhere, or another name (`Aug = RandomFlip`)
             return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
         return None
 
@@ -745,6 +746,14 @@ class Project:
             key = f"{cls.name}.{n}"
             if key in mod.facts.functions:
                 return ("function", mod, mod.facts.functions[key])
+        if cls.attrs and depth <= 8:  # an attribute its methods set to an object: `self.transform(img)` calls its class's
+            attr, _, rest = name.partition(".")
+            held = next((callee for a, callee in cls.attrs if a == attr), None)
+            if held is not None:
+                target = self.resolve(held, mod, search, depth + 1)
+                if target and target[0] == "class":
+                    return self.find_method(target[1], target[2], rest or "__call__", search, depth + 1)
+                return None  # what a function built, or a library's object
         return self._in_bases(mod, cls, name, search, depth)
 
     def _in_bases(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int):
@@ -836,6 +845,31 @@ def _load_key(path: Path, name: str, real: str) -> tuple[str, str]:
     # The name the file is reached under decides, as in Python: not the name a link leads to.
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     return real, package
+
+
+def _skipped(guards: tuple[ParamIf, ...], args: CallArgs, bound: bool) -> tuple[tuple[int, int], ...]:
+    """The spans of a function's events that a call with `args` does not run: the branch of each guard
+    (facts.ParamIf) that its literal argument does not take.
+
+    As the catalogue reads its helpers' `If`s (frameworks.Helper.model): by keyword, else by position; a
+    parameter not passed is undecided here. A method's positions are sure only for a call of its class
+    (`bound`): a call of the method itself may be through the instance or the class.
+    """
+    out = []
+    for guard in guards:
+        pos = guard.pos
+        if guard.method and not bound:
+            if pos is not None and len(args.args) > pos and not args.passed(guard.param):
+                continue  # it may be passed by position, at either place
+            pos = None
+        value = args.get(guard.param, pos, UNKNOWN)
+        runs = guard.runs(value)
+        if runs is UNKNOWN:
+            continue
+        start, end = (guard.mid, guard.end) if runs else (guard.start, guard.mid)
+        if start < end:
+            out.append((start, end))
+    return tuple(out)
 
 
 # The ops a _Record holds, in order.
@@ -1033,8 +1067,8 @@ class _Program:
 
     def __init__(self, ops: list[tuple], heads: set[str], search: tuple[str, ...] | None):
         # (_EMIT, event) (_LOAD, ((Module, Frame, bit, memo), ...))
-        # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo, receiver): the walker's bit and memo, worked
-        # out once; receiver as in _Walker.program
+        # (_ENTER, key, Module, FunctionFacts, Frame, worker, bit, memo, receiver, events): the walker's bit and memo,
+        # worked out once; receiver as in _Walker.program; events: the function's, less the branches its guards skip
         # (_CLASS, key, value) (_LIB, package, (path, Loc)): an import that finds no project file
         # (_SPAWN, the _ENTER op, the starter's name): a function handed to a fresh process, not walked here
         # (_START, method): set_start_method(method) (_DEFAULT, the _ENTER op, the starter's name): a bare
@@ -1185,13 +1219,13 @@ class _Walker:
         elif kind == "function":
             # Only a classmethod's calls depend on the class it is called on (inline: this runs for every call).
             callee = self._receiver(mod, qualname, target, func, receiver) if target[2].params[:1] == ("cls",) else None
-            ops.append(self._enter_op(mod, ev, target[1], target[2], receiver=callee))
+            ops.append(self._enter_op(mod, ev, target[1], target[2], receiver=callee, args=what.args))
         elif kind == "class":
             cls_mod, cls = target[1], target[2]
             ops.append((_CLASS, (cls_mod.path, cls.name), (cls_mod, cls)))
             init = self.project.find_method(cls_mod, cls, "__init__", self.search)
             if init and init[0] == "function":
-                ops.append(self._enter_op(mod, ev, init[1], init[2]))
+                ops.append(self._enter_op(mod, ev, init[1], init[2], args=what.args, bound=True))
             elif init and init[0] == "model":
                 for effect in init[2](what.args):
                     ops.append((_EMIT, TraceEvent(effect, path, loc, (), init[1])))
@@ -1252,14 +1286,31 @@ class _Walker:
             ops.append(self._enter_op(mod, ev, target_mod, func, worker))
 
     def _enter_op(
-        self, mod: Module, ev, target_mod: Module, func: FunctionFacts, worker: bool = False, receiver: tuple | None = None
+        self,
+        mod: Module,
+        ev,
+        target_mod: Module,
+        func: FunctionFacts,
+        worker: bool = False,
+        receiver: tuple | None = None,
+        args: CallArgs | None = None,
+        bound: bool = False,
     ) -> tuple:
+        """The op that enters `func`; with the call's `args` (`bound`: a call of its class, which passes `self`),
+        without the events of the branches its guards leave out for them (see _skipped)."""
         display = f"{target_mod.name}.{func.qualname}" if target_mod.name else func.qualname
         key = (target_mod.path, func.qualname)
         memo = (_ENTER, target_mod.path, target_mod.name, func.qualname)
         if receiver is not None:  # walked apart for each class it is called on: its `cls.name()` calls differ
             memo += (receiver[0].path, receiver[0].name, receiver[1].name)
-        return (_ENTER, key, target_mod, func, Frame(mod.path, ev.loc, display), worker, self.function_bit(key), memo, receiver)
+        events = func.events
+        if func.guards and args is not None:
+            skipped = _skipped(func.guards, args, bound)
+            if skipped:  # walked, and shared, apart from the body as a whole
+                memo = (*memo, skipped)
+                events = [ev for i, ev in enumerate(events) if not any(start <= i < end for start, end in skipped)]
+        frame = Frame(mod.path, ev.loc, display)
+        return (_ENTER, key, target_mod, func, frame, worker, self.function_bit(key), memo, receiver, events)
 
     # -- walking -----------------------------------------------------------------
 
@@ -1329,7 +1380,7 @@ class _Walker:
             self.sub(memo, target, target.facts.body, frame, target.path, True, False)
 
     def enter(self, op: tuple) -> None:
-        _, key, target_mod, func, frame, worker, bit, memo, receiver = op
+        _, key, target_mod, func, frame, worker, bit, memo, receiver, events = op
         rec = self.rec
         if self.stack & bit:
             if rec.start_stack & bit:
@@ -1343,7 +1394,7 @@ class _Walker:
             rec.max_pass = 0
         outer = self.stack
         self.stack = outer | bit
-        walked = self.sub(memo, target_mod, func.events, frame, key, False, worker, func, receiver)
+        walked = self.sub(memo, target_mod, events, frame, key, False, worker, func, receiver)
         if not walked.need_stacked & ~bit:
             # It came round to no function below it: what it left entered (itself, and the
             # functions of its cycles) may run again.
@@ -1493,9 +1544,9 @@ class _Walker:
                     if len(out) < MAX_EVENTS:
                         out.append(op[1])
                 elif kind == _ENTER:
-                    enter(op[1], op[2], op[3], depth, op[7], op[8])
+                    enter(op[1], op[2], op[3], depth, op[7], op[8], op[9])
                 elif kind == _DEFAULT:  # walked as a fork's, whatever the start method: the order is not known here
-                    enter(op[1][1], op[1][2], op[1][3], depth, op[1][7], op[1][8])
+                    enter(op[1][1], op[1][2], op[1][3], depth, op[1][7], op[1][8], op[1][9])
                 elif kind == _LOAD and depth < MAX_DEPTH:
                     for target, *_ in op[1]:
                         if target is not None and target.path not in loaded:
@@ -1503,17 +1554,19 @@ class _Walker:
                             memo = (_LOAD, target.path, target.name)
                             walk(self.program(memo, target, target.facts.body, True), depth + 1)
 
-        def enter(key: tuple[str, str], mod: Module, func: FunctionFacts, depth: int, memo: tuple, receiver: tuple | None) -> None:
+        def enter(
+            key: tuple[str, str], mod: Module, func: FunctionFacts, depth: int, memo: tuple, receiver: tuple | None, events: list
+        ) -> None:
             if key in stack or depth >= MAX_DEPTH or key in walked:
                 return
             stack.add(key)
             walked.add(key)
-            walk(self.program(memo, mod, func.events, False, func, receiver), depth + 1)
+            walk(self.program(memo, mod, events, False, func, receiver), depth + 1)
             stack.discard(key)
 
         for func in entry.facts.functions.values():
             if func.qualname != "<class bodies>":
-                enter((entry.path, func.qualname), entry, func, 0, (_ENTER, entry.path, entry.name, func.qualname), None)
+                enter((entry.path, func.qualname), entry, func, 0, (_ENTER, entry.path, entry.name, func.qualname), None, func.events)
         return out
 
     def processes(self, root: _Record) -> list[EntryTrace]:
@@ -1527,7 +1580,7 @@ class _Walker:
         return out
 
     def _process(self, enter: tuple, api: str, inherited: list[TraceEvent]) -> EntryTrace:
-        _, key, target_mod, func, call, _, bit, memo, receiver = enter  # `call`: the starter's call site
+        _, key, target_mod, func, call, _, bit, memo, receiver, events = enter  # `call`: the starter's call site
         walker = _Walker(self.project, self.search, target_mod)
         walker.main = main = self.main
         root = walker.rec
@@ -1542,7 +1595,7 @@ class _Walker:
         if target_mod.path != main.path:  # unpickling the function imports its module
             loads.append((target_mod, start, self.module_bit(target_mod.path), (_LOAD, target_mod.path, target_mod.name)))
         walker.load(tuple(loads))
-        walker.enter((_ENTER, key, target_mod, func, start, False, bit, memo, receiver))
+        walker.enter((_ENTER, key, target_mod, func, start, False, bit, memo, receiver, events))
         return EntryTrace(target_mod, root, walker, Frame(call.path, call.loc, api))
 
     def instantiated_methods(self):

@@ -8,7 +8,9 @@ Flags `torch.use_deterministic_algorithms(True, warn_only=True)`,
 
 Last write wins: a later call that enables determinism strictly, or turns it
 off, clears the finding when it runs before the first CUDA work after the
-warn-only call, in execution order.
+warn-only call, in execution order. One in another branch of the `if` that
+holds the warn-only call (`if args.lenient: ... warn_only=True` / `else:
+... (True)`) runs on another path and clears nothing, as for DET005.
 
 ## Why is this bad?
 With `warn_only`, an op that has no deterministic implementation only warns
@@ -55,7 +57,7 @@ def check(ctx: Context) -> None:
     for event in ctx.of(Determinism):
         if event.what.mode is False or event.what.warn_only is not True:
             continue
-        if ctx.overridden(event, _strict_or_off) is not None:
+        if ctx.overridden(event, _strict_or_off, branches=True) is not None:
             continue  # made strict (or turned off) again before any CUDA work ran in warn-only mode
         strict = strict_for(event.api)
         if strict is not None:

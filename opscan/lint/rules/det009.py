@@ -9,7 +9,13 @@ seed every library (Lightning's `seed_everything`, transformers' `set_seed`)
 count as seeding both.
 
 The code a `DataLoader` built in running code runs counts: its dataset's
-`__getitem__` / `__iter__` and its `collate_fn`. So does that of a project
+`__getitem__` / `__iter__` and its `collate_fn`. An object a method stores on
+`self` and another calls (`self.transform = Blur()` in `__init__`,
+`self.transform(img)` in `__getitem__`) runs its class's `__call__`, where that
+is the module's only store to an attribute of that name (one from outside,
+`dataset.transform = ...`, leaves it unknown). A class or function under another
+name counts as itself (`Aug = RandomFlip`, then `Aug()`, in the module or
+imported from it), where that name is bound outside any branch or loop. So does that of a project
 subclass of `DataLoader` (yolov5's `InfiniteDataLoader`) that takes its
 arguments: one that defines no `__init__`, or one that passes `*args, **kwargs`
 straight on to DataLoader's; a subclass whose `__init__` takes parameters of its
