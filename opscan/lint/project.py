@@ -175,7 +175,7 @@ class EntryTrace(Plain):
                         seen.add(key)
                         yield e
             return
-        yield from _first_calls(self._root, (), False, skip_workers, also, [MAX_EVENTS], seen, set())
+        yield from _first_calls(self._root, skip_workers, also, seen)
 
     @property
     def reachable_calls(self) -> list[TraceEvent]:
@@ -921,36 +921,48 @@ def _materialize(rec: _Record, prefix: tuple[Frame, ...], out: list[TraceEvent],
     return True
 
 
-def _first_calls(rec: _Record, prefix: tuple[Frame, ...], worker: bool, skip_workers: bool, also, budget: list[int], seen: set, done: set):
-    """EntryTrace.first_calls below `rec`, as _materialize would reach them; `budget`: events left
-    before MAX_EVENTS, `seen` the places given (a call's apart from an `also` event's), `done` the
-    records gone through whole."""
-    for op in rec.ops:
-        kind = op[0]
-        if kind == _EMIT:
-            if budget[0] <= 0:
-                return
-            budget[0] -= 1
-            ev = op[1]
-            cls = ev.what.__class__
-            if (cls is Call or cls is also) and not (skip_workers and worker):
-                key = (cls is Call, ev.path, ev.loc)
-                if key not in seen:
-                    seen.add(key)
-                    yield TraceEvent(ev.what, ev.path, ev.loc, prefix + ev.via, ev.api, worker) if prefix else ev
-        elif (kind == _ENTER or kind == _LOAD) and op[2].count:
-            child, inner = op[2], worker or op[4]
-            if id(child) in done or (skip_workers and inner):  # no place in it to give: only count its events
-                budget[0] -= child.count
-                if budget[0] <= 0:
-                    budget[0] = 0
+def _first_calls(root: _Record, skip_workers: bool, also, seen: set):
+    """EntryTrace.first_calls below `root`, as _materialize would reach them; `seen` the places given
+    (a call's apart from an `also` event's).
+
+    One loop over a stack of the records being gone through, not a generator per record: each
+    place given passed up through every level of nested generators (on torch's tree, 1.2M
+    resumptions for 48,000 places). The first event past MAX_EVENTS ends it: nothing after it
+    could be given.
+    """
+    left = MAX_EVENTS  # events left before MAX_EVENTS
+    done: set[int] = set()  # the records gone through whole: a record met again adds no place
+    stack: list[tuple] = []  # (ops left, prefix, worker, id) of the records whose walk is under way
+    ops, prefix, worker, rid = iter(root.ops), (), False, None
+    while True:
+        for op in ops:
+            kind = op[0]
+            if kind == _EMIT:
+                if left <= 0:
                     return
-                continue
-            whole = budget[0] >= child.count
-            yield from _first_calls(child, prefix + op[3], inner, skip_workers, also, budget, seen, done)
-            if not whole:
+                left -= 1
+                ev = op[1]
+                cls = ev.what.__class__
+                if (cls is Call or cls is also) and not (skip_workers and worker):
+                    key = (cls is Call, ev.path, ev.loc)
+                    if key not in seen:
+                        seen.add(key)
+                        yield TraceEvent(ev.what, ev.path, ev.loc, prefix + ev.via, ev.api, worker) if prefix else ev
+            elif (kind == _ENTER or kind == _LOAD) and op[2].count:
+                child, inner = op[2], worker or op[4]
+                if id(child) in done or (skip_workers and inner):  # no place in it to give: only count its events
+                    left -= child.count
+                    if left <= 0:
+                        return
+                    continue
+                stack.append((ops, prefix, worker, rid))
+                ops, prefix, worker, rid = iter(child.ops), prefix + op[3], inner, id(child)
+                break
+        else:  # the record's ops are all gone through: whole, as the budget left then held its events
+            if not stack:
                 return
-            done.add(id(child))
+            done.add(rid)
+            ops, prefix, worker, rid = stack.pop()
 
 
 def _spawns(rec: _Record, pos: int, found: list, seen: set) -> int:
