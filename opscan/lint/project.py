@@ -1475,14 +1475,22 @@ class _Walker:
         done = self.walked(root) | others
         pending = [(self.entry, f) for f in self.entry.facts.functions.values()]
         pending += self.instantiated_methods()
+        classes, push = self.classes, pending.append
         while pending:
             mod, func = pending.pop()
-            if (mod.path, func.qualname) in done:
+            key = (mod.path, func.qualname)
+            if key in done:
                 continue
-            done.add((mod.path, func.qualname))
-            found, more = self.collect_calls(mod, func)
+            done.add(key)
+            found, steps = self._calls_of(mod, func)
             calls.extend(found)
-            pending.extend(more)
+            for step in steps:
+                if step[0] is not None:  # a function, left out where it is done already (it would be passed over)
+                    if step[0] not in done:
+                        push((step[1], step[2]))
+                elif step[1] not in classes:  # a class instantiated: its methods may run
+                    classes[step[1]] = step[2]
+                    pending.extend(step[3])
         return calls
 
     def uncalled(self, root: _Record, others: frozenset[tuple[str, str]] = frozenset()) -> list[TraceEvent]:
@@ -1576,26 +1584,13 @@ class _Walker:
                             out.append((target[1], func))
         return out
 
-    def collect_calls(self, mod: Module, func: FunctionFacts):
-        """Call events of a function, unordered, and the project functions it reaches."""
-        calls, targets = self._calls_of(mod, func)
-        more = []
-        for target in targets:
-            if target[0] == "function":
-                more.append((target[1], target[2]))
-            else:
-                cls_mod, cls = target[1], target[2]
-                if (cls_mod.path, cls.name) not in self.classes:
-                    self.classes[(cls_mod.path, cls.name)] = (cls_mod, cls)
-                    more.extend(
-                        (cls_mod, cls_mod.facts.functions[f"{cls.name}.{m}"])
-                        for m in cls.methods
-                        if f"{cls.name}.{m}" in cls_mod.facts.functions
-                    )
-        return calls, more
-
     def _calls_of(self, mod: Module, func: FunctionFacts) -> tuple[list[TraceEvent], list[tuple]]:
-        """A function's call events and the project functions and classes they name, shared like a program."""
+        """A function's call events, and the project functions and classes they name, shared like a program.
+
+        Each function named as ((path, qualname), Module, FunctionFacts), each class as (None, (path, name),
+        (Module, ClassFacts), its methods as (Module, FunctionFacts)): worked out once, not on every entry's
+        reachable walk that meets it.
+        """
         project = self.project
         memo = ("calls", mod.path, mod.name, func.qualname)
         for prog in project._programs.get(memo, ()):
@@ -1614,8 +1609,15 @@ class _Walker:
                 q = call.qualname
                 calls.append(TraceEvent(call, mod.path, ev.loc, (), q))
                 target = project.resolve(q, mod, self.search) if q else None
-                if target and target[0] in ("function", "class"):
-                    targets.append(target)
+                if target is None:
+                    continue
+                if target[0] == "function":
+                    targets.append(((target[1].path, target[2].qualname), target[1], target[2]))
+                elif target[0] == "class":
+                    cls_mod, cls = target[1], target[2]
+                    functions = cls_mod.facts.functions
+                    methods = [(cls_mod, functions[f"{cls.name}.{m}"]) for m in cls.methods if f"{cls.name}.{m}" in functions]
+                    targets.append((None, (cls_mod.path, cls.name), (cls_mod, cls), methods))
         finally:
             heads, project._heads = project._heads, outer
         prog = _Program((calls, targets), heads, None if heads.isdisjoint(self.folder_names) else self.search)
