@@ -1075,7 +1075,11 @@ class _Walker:
         self.rec: _Record = _Record(self.loaded, 0)
 
     def run(self, entry: Module) -> _Record:
-        self.walk(self.program(("main", entry.path, entry.name), entry, entry.facts.body, False))
+        body = entry.facts.body
+        # Without an `if __name__ == "__main__":` block, the script's top level is its import's: the one
+        # program serves both (on a package's tree most entries are imported too, and compiled twice).
+        memo = ("main", entry.path, entry.name) if any(ev.what.__class__ is Guard for ev in body) else (_LOAD, entry.path, entry.name)
+        self.walk(self.program(memo, entry, body, False))
         return self.rec
 
     # -- programs ----------------------------------------------------------------
