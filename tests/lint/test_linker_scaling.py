@@ -196,6 +196,26 @@ def test_an_entry_imported_under_its_own_name_runs_again_as_a_module(tmp_path):
     assert _seeds(trace) == [("m.py", 5, 2), ("m.py", 5, 0), ("m.py", 8, 0)]
 
 
+def test_an_entry_without_a_main_block_runs_the_program_of_its_import(tmp_path):
+    """A script's top level with no `if __name__ == "__main__":` block does what its import does: the
+    two runs share one program (compiled once), and each still gives its events; with such a block,
+    the script's run has a program of its own."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg import a, b\n")
+    (pkg / "a.py").write_text("import torch\nimport pkg\n\ntorch.manual_seed(1)\n")
+    (pkg / "b.py").write_text('import torch\nimport pkg\n\ntorch.manual_seed(2)\n\nif __name__ == "__main__":\n    torch.manual_seed(3)\n')
+    files = sorted(tmp_path.rglob("*.py"))
+    project = _new_project(tmp_path, files)
+    traces = {f.name: project.trace(project.entry_module(f)) for f in files}
+    bodies = sorted((Path(memo[1]).name, str(memo[0])) for memo in project._programs if memo[0] in ("main", project_mod._LOAD))
+    load = str(project_mod._LOAD)
+    assert bodies == [("__init__.py", load), ("a.py", load), ("b.py", load), ("b.py", "main")]
+    # Inside `import pkg` (the script's line 2, then __init__.py:1), then on as `__main__`.
+    assert _seeds(traces["a.py"]) == [("a.py", 4, 2), ("b.py", 4, 2), ("a.py", 4, 0)]
+    assert _seeds(traces["b.py"]) == [("a.py", 4, 2), ("b.py", 4, 2), ("b.py", 4, 0), ("b.py", 7, 0)]
+
+
 def test_a_super_call_that_leads_nowhere_is_an_event_only_where_its_method_name_counts(tmp_path):
     """`super().__init__()` of a library's class names nothing lint follows: no event, as when the call
     filter dropped every such call; `super().put_(...)` keeps its event, for the op rules that match
