@@ -10,7 +10,8 @@ what it covers (`frameworks.Idiom`); this module finds the call to edit.
 
 An idiom that only later releases of its package provide (`Idiom.since`:
 accelerate's `deterministic` from 0.29.0, transformers' `full_determinism`
-from 4.19.0) is used only where every version the project may use has it, as
+from 4.19.0; `Idiom.later`: composer's `deterministic_mode` sets
+CUBLAS_WORKSPACE_CONFIG from 0.4.0) is used only where every version the project may use has it, as
 its requirements, lock file or installed package say (opscan.lint.target): on
 an older one the fixed script would raise `TypeError`. Elsewhere the rule
 gives its raw fix, and its message names the idiom with that condition.
@@ -71,7 +72,7 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
     ("determinism" or "cublas") and that does not pass its keyword yet.
 
     For "cublas", the call must run before any CUDA work: the variable is read when cuBLAS starts.
-    A call whose idiom the project's release of the package may lack (`Idiom.since`) gives way to
+    A call whose idiom the project's release of the package may lack (`Idiom.since_for(wants)`) gives way to
     a later call whose idiom it has; where there is none, it is returned with `since` set.
     """
     older = None  # the first route the project's release may lack
@@ -96,9 +97,10 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
             continue  # passed already, or may be: the call's own choice
         if pos is not None and pos < len(args.args):
             continue  # passed by position as None: leave that call to the user
-        if idiom.since is not None and not ctx.at_least(*idiom.since):
+        since = idiom.since_for(wants)
+        if since is not None and not ctx.at_least(*since):
             if older is None:
-                older = Route(callee, idiom.keyword, idiom.value, loc, idiom.covers, idiom.since)
+                older = Route(callee, idiom.keyword, idiom.value, loc, idiom.covers, since)
             continue
         return Route(callee, idiom.keyword, idiom.value, loc, idiom.covers)
     return older
