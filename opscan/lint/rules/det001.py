@@ -103,7 +103,9 @@ Otherwise, in the framework's own idiom where the script calls a helper that has
 passes `deterministic=True` to Lightning's `Trainer(...)` (which also sets
 CUBLAS_WORKSPACE_CONFIG and turns cuDNN benchmarking off),
 `full_determinism=True` to the `TrainingArguments(...)` a transformers
-`Trainer` gets, or `deterministic=True` to accelerate's `set_seed(...)`.
+`Trainer` gets, `deterministic=True` to accelerate's `set_seed(...)`, or
+`deterministic_mode=True` to composer's `Trainer(...)` (which calls
+`configure_deterministic_mode()` right after it seeds).
 Otherwise inserts `torch.use_deterministic_algorithms(True)` after the
 seeding statement (and the seeding statements that follow it in the block,
 up to a call of a project helper that seeds, or a branch or loop that seeds
@@ -121,8 +123,22 @@ Where the module has no `import torch` to use, one is added where isort
 third-party section, or as a section of its own after the standard
 library's, with the blank lines around it that isort wants. Safe.
 
+Where the script sets `cudnn.deterministic` from its own switch (cleanrl's
+`torch.backends.cudnn.deterministic = args.torch_deterministic`), the call
+passes that switch, not `True`, so that turning it off still turns
+determinism off: right after that assignment where it follows the seeding in
+the block, else where the call goes anyway, where the assignment runs before
+it on every path and nothing between rebinds the name, stores to the chain or
+hands it to a call. Only for a name or attribute chain, the run's one write of
+`cudnn.deterministic`, in the scope that seeds; a literal, a call or another
+expression keeps `True`. The finding stands there: `cudnn.deterministic`
+covers convolutions only. DET002's variable still goes at the top, whatever
+the switch: it must be set before cuBLAS starts, and does nothing with
+determinism off.
+
 The transformers and accelerate keywords exist from transformers 4.19.0 and
-accelerate 0.29.0 on (older releases raise `TypeError`), so they are used only
+accelerate 0.29.0 on (older releases raise `TypeError`; composer's is in
+every mosaicml release), so they are used only
 where every release the project may use has them: its requirement or lock
 file says so (found as the targeted torch is) or, where nothing declares the
 package, the installed one does. Elsewhere the fix is the insertion, and the
@@ -132,10 +148,11 @@ pass `deterministic=True` to `accelerate.utils.set_seed` on line 7)".
 
 from __future__ import annotations
 
+from opscan._plain import Plain
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.branches import branches, is_elif, lines_of, parse_lines, statement_at, suites
-from opscan.lint.context import Context, api_name, how, process_text, via_text
+from opscan.lint.context import UNKNOWN, Context, api_name, how, process_text, via_text
 from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
 from opscan.lint.modelled import helper
@@ -162,8 +179,11 @@ def check(ctx: Context) -> None:
     first = ctx.seeds[0]
     path, loc = first.anchor
     note = ""
-    if any(e.what.flag == "deterministic" and e.what.value is True for e in ctx.of(Cudnn)):
+    flags = {e.what.value for e in ctx.of(Cudnn) if e.what.flag == "deterministic"}
+    if True in flags:
         note = " (`cudnn.deterministic = True` covers convolutions only)"
+    elif UNKNOWN in flags:  # `cudnn.deterministic = args.torch_deterministic`: the project's switch, for convolutions
+        note = " (`cudnn.deterministic` covers convolutions only)"
     idiom = route(ctx, path, "determinism")
     if idiom is not None and idiom.since is None:  # the framework's own switch: Trainer(deterministic=True), ...
         advice, fix = idiom.advice, Fix(idiom.fix_description(), "safe", idiom.edit())
@@ -174,17 +194,28 @@ def check(ctx: Context) -> None:
         helper_lines = tuple(sorted({at.line for at, helper in here if helper}))
         before = bool(first.helper) and loc not in imports
         hoist = _branch_that_seeds(ctx, loc, {at.line for at, _ in here})
-        edit = EnableDeterminism(seed_lines, helper_lines, before=before, hoist_line=hoist[1] if hoist else None)
-        if hoist:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
-            advice = f"call `torch.use_deterministic_algorithms(True)` before the `{hoist[0]}` around it"
+        switch = _switch(ctx, path, loc, seed_lines, helper_lines, before, hoist[1] if hoist else None)
+        mode = switch.text if switch is not None else "True"
+        call = f"torch.use_deterministic_algorithms({mode})"
+        edit = EnableDeterminism(
+            seed_lines, helper_lines, before=before, hoist_line=hoist[1] if hoist else None,
+            mode=mode, after_line=switch.line if switch is not None and switch.after else None,
+        )  # fmt: skip
+        if switch is not None and switch.after:  # seeding, then `cudnn.deterministic = args.x`: beside it
+            advice = f"call `{call}` right after the switch sets `cudnn.deterministic` (line {switch.line})"
+            where = f"right after the `cudnn.deterministic` assignment (line {switch.line})"
+        elif hoist:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
+            advice = f"call `{call}` before the `{hoist[0]}` around it"
             where = f"before the `{hoist[0]}` around it, where another branch seeds too"
         elif before:
-            advice, where = "call `torch.use_deterministic_algorithms(True)` before calling it", f"before calling `{first.helper}`"
+            advice, where = f"call `{call}` before calling it", f"before calling `{first.helper}`"
         else:
-            advice, where = "call `torch.use_deterministic_algorithms(True)` after seeding", "after seeding"
+            advice, where = f"call `{call}` after seeding", "after seeding"
+        if switch is not None and not switch.after:
+            advice += f", with the switch that sets `cudnn.deterministic` (line {switch.line})"
         if idiom is not None:  # the project may be on a release without the switch
             advice += idiom.alternative()
-        fix = Fix(f"Insert `torch.use_deterministic_algorithms(True)` {where}", "safe", edit)
+        fix = Fix(f"Insert `{call}` {where}", "safe", edit)
     ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{process_text(ctx, path)}{note}; {advice}", fix)
 
 
@@ -209,6 +240,166 @@ def _turned_off(ctx: Context, off: TurnedOff) -> None:
         f"after {api_name(off.on)}{via_text(off.on)} turned it on (line {on_at}); {advice}",
         fix,
     )  # fmt: skip
+
+
+class Switch(Plain):
+    """The project's own determinism switch: `cudnn.deterministic = <text>` on `line`, a name or attribute
+    chain the fix passes to `use_deterministic_algorithms` too. `after`: the assignment follows the
+    seeding in its block, and the call goes right after it; else the call goes where it would go anyway."""
+
+    _fields = ("line", "text", "after")
+    __slots__ = _fields
+
+    def __init__(self, line: int, text: str, after: bool):
+        self.line = line
+        self.text = text
+        self.after = after
+
+
+def _switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: bool, hoist: int | None) -> Switch | None:
+    """Where the run sets `cudnn.deterministic` from the project's own switch (cleanrl's
+    `torch.backends.cudnn.deterministic = args.torch_deterministic`), the switch for the fix to pass,
+    so that turning the switch off still turns determinism off; None where the fix passes True.
+
+    Only where that assignment is the run's one write of `cudnn.deterministic`, is a statement of its
+    own in the entry file, in the scope of the seeding, and its value is a name or an attribute chain
+    (evaluating it again has no side effect) that is bound to the same thing where the call goes:
+    either the assignment is the last of the seeding statements of the block (no project helper that
+    seeds between: it may do the work), and the call goes right after it; or it runs before the
+    seeding, on every path to it, and nothing between them rebinds the name, stores to the chain or
+    hands a part of it to a call (`vars(args)`, `args.update(...)`). Read on `ast`, for one finding.
+    """
+    events = [e for e in ctx.of(Cudnn) if e.what.flag == "deterministic"]
+    if len({(e.path, e.loc, e.api) for e in events}) != 1 or events[0].what.value is not UNKNOWN:
+        return None  # none, or written in more than one place (or by a helper as well)
+    event = events[0]
+    if event.path != path or event.api is not None or event.anchor != (path, event.loc):
+        return None
+    facts = ctx.trace.entry.facts
+    if event.loc.line == loc.line or _scope_of(facts, event.loc) != _scope_of(facts, loc):
+        return None
+    text = lines_of(facts)
+    tree = parse_lines(text) if text is not None else None
+    if tree is None:
+        return None
+    import ast  # loaded by parse_lines
+
+    at = _suites_to(tree.body, event.loc.line)
+    if not at:
+        return None
+    suite, i = at[-1]
+    assign = suite[i]
+    chain = _chain(assign.value) if isinstance(assign, ast.Assign) and len(assign.targets) == 1 else None
+    if chain is None or assign.lineno != event.loc.line:
+        return None
+    goes = _suites_to(tree.body, hoist if hoist is not None else loc.line)  # the statement the call goes by
+    depth = len(at) - 1
+    if len(goes) <= depth or any(a[0] is not b[0] or a[1] != b[1] for a, b in zip(at[:depth], goes[:depth])):
+        return None  # in another branch, or deeper than the seeding: not on every path to it
+    if goes[depth][0] is not suite:
+        return None
+    j = goes[depth][1]
+    if i > j:  # after the seeding: beside the assignment, in the seeding statement's own block
+        if hoist is not None or before or depth != len(goes) - 1:
+            return None
+        seeds, helpers = set(seed_lines), set(helper_lines)
+        for stmt in suite[j + 1 : i]:
+            lines = range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)
+            if any(line in helpers for line in lines):
+                return None  # a project helper that seeds may do the work: the call goes before it
+            if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(line in seeds for line in lines):
+                return None  # a branch or loop that seeds
+        return Switch(assign.lineno, ".".join(chain), True)
+    if i == j:
+        return None
+    # Before the seeding: the call goes where it would anyway; the chain must hold up to there.
+    scope = _scope_of(facts, loc)
+    last = max(line for line in (*seed_lines, *helper_lines, loc.line) if _scope_of(facts, Loc(line, 1, line, 1)) == scope)
+    end_at = _suites_to(tree.body, last)
+    end = max(end_at[-1][0][end_at[-1][1]].end_lineno or last, last) if end_at else last
+    if _touched(tree, chain, assign.end_lineno or assign.lineno, end):
+        return None
+    return Switch(assign.lineno, ".".join(chain), False)
+
+
+def _suites_to(body: list, line: int) -> list:
+    """(statement list, index) from the module down to the innermost statement that holds `line`."""
+    found = []
+    while True:
+        stmt = statement_at(body, line)
+        if stmt is None:
+            return found
+        found.append((body, body.index(stmt)))
+        inner = [suite for suite in suites(stmt) if statement_at(suite, line) is not None]
+        if not inner:
+            return found
+        body = inner[0]
+
+
+def _chain(node) -> list[str] | None:
+    """`args.torch_deterministic` as ["args", "torch_deterministic"]; None for anything but a name or attribute chain."""
+    import ast
+
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(names)]
+
+
+def _touched(tree, chain: list[str], after: int, end: int) -> bool:
+    """Might a statement on lines after `after` up to `end` change what `chain` evaluates to?
+
+    It rebinds or deletes the name (an assignment, `for`, `with ... as`, `import`, `def`, `except ... as`,
+    `global`), stores to or deletes an attribute or item along the chain, or passes the object (or a
+    part of the chain short of the value) to a call, or calls a method on it. What a def's or a
+    class's body does runs elsewhere; a call of a function that rebinds a global is not followed.
+    """
+    import ast
+
+    root = chain[0]
+    prefixes = {tuple(chain[:k]) for k in range(1, len(chain))}
+    stack = [n for n in tree.body if (n.end_lineno or n.lineno) > after and n.lineno <= end]
+    while stack:
+        node = stack.pop()
+        line = getattr(node, "lineno", None)
+        if line is not None and ((getattr(node, "end_lineno", None) or line) <= after or line > end):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == root:
+                return True
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and node.id == root and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
+                base = base.func if isinstance(base, ast.Call) else base.value
+            if isinstance(base, ast.Name) and base.id == root:
+                return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and root in node.names:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name.partition(".")[0]) == root for a in node.names):
+            return True
+        if isinstance(node, ast.ExceptHandler) and node.name == root:
+            return True
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == root:
+            return True
+        if isinstance(node, ast.Call):
+            func = _chain(node.func)
+            if func is not None and len(func) > 1 and tuple(func[:-1]) in prefixes:
+                return True  # args.update(...), args.sub.reset()
+            parts = [*node.args, *(k.value for k in node.keywords)]
+            for part in parts:
+                inner = _chain(part.value if isinstance(part, ast.Starred) else part)
+                if inner is not None and tuple(inner) in prefixes:
+                    return True  # vars(args), reset(args.sub)
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | None:
@@ -324,21 +515,34 @@ def _import_locs(ctx: Context) -> set:
 class EnableDeterminism(Edit):
     """Insert `torch.use_deterministic_algorithms(True)` where every path that seeds runs it before the work.
 
+    With the project's own switch (`mode`, see _switch), that instead of True; right after the
+    `cudnn.deterministic = <switch>` that follows the seeding (`after_line`), where it does.
+
     After the statement that seeds (and the seeding statements that follow it
     in the block); before it where it calls a project helper, which may do the
     work too. Where other branches of an `if`, `try` or `match` around it seed
     too, before that statement (`hoist_line`, chosen by `_branch_that_seeds`).
     """
 
-    _fields = ("seed_lines", "helper_lines", "before", "hoist_line")
+    _fields = ("seed_lines", "helper_lines", "before", "hoist_line", "mode", "after_line")
     __slots__ = _fields
     order = 5  # last: it may add `import torch` below what the fixes put at the top
 
-    def __init__(self, seed_lines: tuple[int, ...], helper_lines: tuple[int, ...] = (), before: bool = False, hoist_line: int | None = None):
+    def __init__(
+        self,
+        seed_lines: tuple[int, ...],
+        helper_lines: tuple[int, ...] = (),
+        before: bool = False,
+        hoist_line: int | None = None,
+        mode: str = "True",
+        after_line: int | None = None,
+    ):
         self.seed_lines = seed_lines  # the lines, in the file fixed, of its calls that seed themselves
         self.helper_lines = helper_lines  # ... and of its calls of project helpers that seed (and may do the work)
         self.before = before  # the finding's own statement calls such a helper
         self.hoist_line = hoist_line  # the first line of the `if`, `try` or `match` to go before, if any
+        self.mode = mode  # the argument, source text: "True", or the project's switch (`Switch.text`)
+        self.after_line = after_line  # the line of the `cudnn.deterministic = <switch>` to go right after, if any
 
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
@@ -362,25 +566,30 @@ class EnableDeterminism(Edit):
             )  # fmt: skip
             if outer is None:
                 return False  # not where the rule saw it: no fix rather than another one
-            new = statement(f"{_determinism_callee(planner, outer, before=True)}(True)")
+            new = statement(f"{_determinism_callee(planner, outer, before=True)}({self.mode})")
             return _insert_before(planner, outer, new)
         if isinstance(stmt, cst.SimpleStatementSuite):
-            return _enable_in_suite(planner, small, set(self.seed_lines), self.before)
+            return _enable_in_suite(planner, small, set(self.seed_lines), self.before, self.mode)
         block = planner.parent.get(stmt)
         if not isinstance(block, (cst.Module, cst.IndentedBlock)):
             return False
         if self.before:  # `evaluate(data)`, a helper that seeds and runs the evaluation
-            new = statement(f"{_determinism_callee(planner, stmt, before=True)}(True)")
+            new = statement(f"{_determinism_callee(planner, stmt, before=True)}({self.mode})")
             return _insert_before(planner, stmt, new)
         siblings = list(block.body)
         last = stmt
         for sibling in siblings[siblings.index(stmt) + 1 :]:
+            if self.after_line is not None and planner.range(sibling)[0][0] == self.after_line:
+                last = sibling  # `cudnn.deterministic = args.x`, the switch (_switch): right after it
+                break
             step = _seeding(planner, sibling, set(self.seed_lines), set(self.helper_lines))
             if step == "work":
                 break  # a helper that seeds, or a branch or loop that seeds and works: not after it
             if step == "seed":
                 last = sibling
-        new = statement(f"{_determinism_callee(planner, last)}(True)")
+        if self.after_line is not None and planner.range(last)[0][0] != self.after_line:
+            return False  # not where the rule saw it: no fix rather than another one
+        new = statement(f"{_determinism_callee(planner, last)}({self.mode})")
         if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], EXITS):
             planner.edits.insert_before.setdefault(last, []).append(new)  # `return seed_everything(0)`
         else:
@@ -418,7 +627,7 @@ def _insert_before(planner: Planner, stmt, new) -> bool:
     return True
 
 
-def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool) -> bool:
+def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool, mode: str) -> bool:
     """`def seed(): torch.manual_seed(0)`: add to the same one-line suite."""
     import libcst as cst
 
@@ -430,7 +639,7 @@ def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool
         for other in suite.body[list(suite.body).index(small) + 1 :]:
             if planner.range(other)[0][0] in seed_lines:
                 last = other
-    new = cst.Expr(cst.parse_expression(f"{_determinism_callee(planner, suite)}(True)"))
+    new = cst.Expr(cst.parse_expression(f"{_determinism_callee(planner, suite)}({mode})"))
     if before or isinstance(last, EXITS):
         planner.edits.insert_before.setdefault(last, []).append(new)
     else:
