@@ -134,7 +134,10 @@ hands it to a call. Only for a name or attribute chain, the run's one write of
 expression keeps `True`. The finding stands there: `cudnn.deterministic`
 covers convolutions only. DET002's variable still goes at the top, whatever
 the switch: it must be set before cuBLAS starts, and does nothing with
-determinism off.
+determinism off. A catalogued helper that sets only the cuDNN flags from its
+argument is such a switch too: mmdet's and mmcv's
+`set_random_seed(seed, deterministic=args.deterministic)`, fastai's
+`set_seed(s, reproducible=args.reproducible)`.
 
 The transformers and accelerate keywords exist from transformers 4.19.0 and
 accelerate 0.29.0 on (older releases raise `TypeError`; composer's is in
@@ -261,6 +264,9 @@ def _switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: bool
     `torch.backends.cudnn.deterministic = args.torch_deterministic`), the switch for the fix to pass,
     so that turning the switch off still turns determinism off; None where the fix passes True.
 
+    A catalogued helper that sets `cudnn.deterministic` (and does not turn determinism on) from the
+    truth of an argument is such an assignment, its argument the value: mmdet's
+    `set_random_seed(seed, deterministic=args.deterministic)`, fastai's `set_seed(s, reproducible=...)`.
     Only where that assignment is the run's one write of `cudnn.deterministic`, is a statement of its
     own in the entry file, in the scope of the seeding, and its value is a name or an attribute chain
     (evaluating it again has no side effect) that is bound to the same thing where the call goes:
@@ -273,10 +279,14 @@ def _switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: bool
     if len({(e.path, e.loc, e.api) for e in events}) != 1 or events[0].what.value is not UNKNOWN:
         return None  # none, or written in more than one place (or by a helper as well)
     event = events[0]
-    if event.path != path or event.api is not None or event.anchor != (path, event.loc):
+    if event.path != path or event.anchor != (path, event.loc):
+        return None
+    entry = helper(event.api) if event.api is not None else None
+    param = _cudnn_switch_param(entry) if entry is not None else None
+    if event.api is not None and param is None:
         return None
     facts = ctx.trace.entry.facts
-    if event.loc.line == loc.line or _scope_of(facts, event.loc) != _scope_of(facts, loc):
+    if _scope_of(facts, event.loc) != _scope_of(facts, loc):
         return None
     text = lines_of(facts)
     tree = parse_lines(text) if text is not None else None
@@ -289,7 +299,14 @@ def _switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: bool
         return None
     suite, i = at[-1]
     assign = suite[i]
-    chain = _chain(assign.value) if isinstance(assign, ast.Assign) and len(assign.targets) == 1 else None
+    if param is not None:  # `set_random_seed(seed, deterministic=args.deterministic)` (mmdet, fastai's reproducible)
+        call = next((n for n in ast.walk(assign) if isinstance(n, ast.Call) and (n.lineno, n.col_offset + 1) == (event.loc.line, event.loc.col)), None)
+        value = _argument(call, param, entry.position(param)) if call is not None else None
+        chain = _chain(value) if value is not None else None
+    elif event.loc.line == loc.line:
+        return None  # `torch.manual_seed(0); cudnn.deterministic = x` on one line
+    else:
+        chain = _chain(assign.value) if isinstance(assign, ast.Assign) and len(assign.targets) == 1 else None
     if chain is None or assign.lineno != event.loc.line:
         return None
     goes = _suites_to(tree.body, hoist if hoist is not None else loc.line)  # the statement the call goes by
@@ -310,9 +327,10 @@ def _switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: bool
             if not isinstance(stmt, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(line in seeds for line in lines):
                 return None  # a branch or loop that seeds
         return Switch(assign.lineno, ".".join(chain), True)
-    if i == j:
+    if i == j and (param is None or depth != len(goes) - 1):
         return None
-    # Before the seeding: the call goes where it would anyway; the chain must hold up to there.
+    # Before the seeding, or the seeding helper's own argument: the call goes where it would anyway,
+    # and the chain must hold up to there.
     scope = _scope_of(facts, loc)
     last = max(line for line in (*seed_lines, *helper_lines, loc.line) if _scope_of(facts, Loc(line, 1, line, 1)) == scope)
     end_at = _suites_to(tree.body, last)
@@ -320,6 +338,34 @@ def _switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: bool
     if _touched(tree, chain, assign.end_lineno or assign.lineno, end):
         return None
     return Switch(assign.lineno, ".".join(chain), False)
+
+
+def _cudnn_switch_param(entry) -> str | None:
+    """The parameter of a catalogued helper whose truth sets `cudnn.deterministic` and nothing that
+    turns determinism on (mmdet's `deterministic`, fastai's `reproducible`); None for any other helper."""
+    from opscan.lint.frameworks import If
+    from opscan.lint.model import Determinism
+
+    if callable(entry.effects):
+        return None
+    for step in entry.effects:
+        if step.__class__ is If and any(e.__class__ is Cudnn and e.flag == "deterministic" for e in step.then):
+            if any(e.__class__ is Determinism for e in step.then):
+                return None
+            return step.param
+    return None
+
+
+def _argument(call, param: str, pos: int | None):
+    """The expression `call` passes for `param`, by keyword or at `pos`; None where it passes none or `*args`."""
+    import ast
+
+    for keyword in call.keywords:
+        if keyword.arg == param:
+            return keyword.value
+    if pos is None or any(isinstance(a, ast.Starred) for a in call.args[: pos + 1]) or pos >= len(call.args):
+        return None
+    return call.args[pos]
 
 
 def _suites_to(body: list, line: int) -> list:
