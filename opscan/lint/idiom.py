@@ -5,7 +5,9 @@ also sets CUBLAS_WORKSPACE_CONFIG; a transformers Trainer script with
 `TrainingArguments(full_determinism=True)`; an accelerate script with
 `set_seed(seed, deterministic=True)`. When the script already calls such a
 helper, the finding suggests that keyword and its fix adds it to the call,
-rather than raw torch calls. The catalogue says which helpers have an idiom and
+rather than raw torch calls; where the script sets `cudnn.deterministic` from
+its own switch before that call, the keyword takes the switch rather than True
+(opscan.lint.switch). The catalogue says which helpers have an idiom and
 what it covers (`frameworks.Idiom`); this module finds the call to edit.
 
 An idiom that only later releases of its package provide (`Idiom.since`:
@@ -100,10 +102,20 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
         since = idiom.since_for(wants)
         if since is not None and not ctx.at_least(*since):
             if older is None:
-                older = Route(callee, idiom.keyword, idiom.value, loc, idiom.covers, since)
+                older = Route(callee, idiom.keyword, _value(ctx, path, idiom.value, loc), loc, idiom.covers, since)
             continue
-        return Route(callee, idiom.keyword, idiom.value, loc, idiom.covers)
+        return Route(callee, idiom.keyword, _value(ctx, path, idiom.value, loc), loc, idiom.covers)
     return older
+
+
+def _value(ctx: Context, path: str, value: str, loc: Loc) -> str:
+    """The keyword's value: the project's own switch where it sets `cudnn.deterministic` before the call
+    (`Trainer(deterministic=args.torch_deterministic)`), so that turning it off still turns determinism
+    off; else the idiom's own (True)."""
+    from opscan.lint.switch import find_switch
+
+    switch = find_switch(ctx, path, loc, (), (), False, None)
+    return switch.text if switch is not None and not switch.after else value
 
 
 # -- the fix ------------------------------------------------------------------------
