@@ -95,6 +95,8 @@ def find_switch(ctx: Context, path: str, loc, seed_lines, helper_lines, before: 
             return None
         seeds, helpers = set(seed_lines), set(helper_lines)
         for stmt in suite[j + 1 : i]:
+            if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+                return None  # the assignment is not reached after the seeding
             lines = range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)
             if any(line in helpers for line in lines):
                 return None  # a project helper that seeds may do the work: the call goes before it
