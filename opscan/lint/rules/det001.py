@@ -350,7 +350,7 @@ def _import_locs(ctx: Context) -> set:
 class EnableDeterminism(Edit):
     """Insert `torch.use_deterministic_algorithms(True)` where every path that seeds runs it before the work.
 
-    With the project's own switch (`mode`, see _switch), that instead of True; right after the
+    With the project's own switch (`mode`, see opscan.lint.switch), that instead of True; right after the
     `cudnn.deterministic = <switch>` that follows the seeding (`after_line`), where it does.
 
     After the statement that seeds (and the seeding statements that follow it
