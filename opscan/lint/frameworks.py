@@ -135,9 +135,13 @@ class Idiom(Frozen):
     _lightning_trainer). The rules use the idiom only where the project cannot
     be on an older release (its requirements, lock file or installed package say
     so; opscan.lint.target): on one, the fixed script would raise TypeError.
+    `later` = ((cover, distribution, version), ...): a cover the keyword took on
+    only in a later release than `since` (composer's `deterministic_mode` set
+    CUBLAS_WORKSPACE_CONFIG from 0.4.0 on); on an older one the fix would leave
+    that undone, so the rule that wants it gives its raw fix there.
     """
 
-    _fields = ("keyword", "value", "covers", "via", "since")
+    _fields = ("keyword", "value", "covers", "via", "since", "later")
     __slots__ = _fields
 
     def __init__(
@@ -147,12 +151,18 @@ class Idiom(Frozen):
         covers: tuple[str, ...],
         via: tuple[str, int | None] | None = None,
         since: tuple[str, str] | None = None,
+        later: tuple[tuple[str, str, str], ...] = (),
     ):
         self.keyword = keyword
         self.value = value  # source text
         self.covers = covers
         self.via = via
         self.since = since
+        self.later = later
+
+    def since_for(self, wants: str) -> tuple[str, str] | None:
+        """The release from which the keyword does `wants` ("determinism", "cublas"); None: every release."""
+        return next(((dist, version) for cover, dist, version in self.later if cover == wants), self.since)
 
 
 class Strict(Frozen):
@@ -593,6 +603,14 @@ _COMPOSER_DETERMINISTIC_MODE = (
     Cudnn("deterministic", True),
     EnvWrite(CUBLAS, ":4096:8"),
 )
+# The idiom, Trainer(deterministic_mode=True), runs configure_deterministic_mode() right after seed_all
+# (0.32.1 composer/trainer/trainer.py:1215-1217), before the model goes to the device (:1249) or any
+# cuBLAS call; configure_deterministic_mode is composer/utils/reproducibility.py:124-129 (the four
+# effects above). The keyword is in every release on PyPI (the oldest, mosaicml 0.2.3, and 0.2.4 wheels:
+# composer/trainer/trainer.py:154 `deterministic_mode: bool = False`, :237-239 use_deterministic_algorithms(True)
+# and cudnn.benchmark = False), so it needs no `since` for determinism; the CUBLAS_WORKSPACE_CONFIG write
+# arrived in 0.4.0 (0.3.0 and 0.3.1 wheels: none; 0.4.0 wheel: composer/utils/reproducibility.py:75).
+_COMPOSER_IDIOM = Idiom("deterministic_mode", "True", ("determinism", "cublas"), later=(("cublas", "mosaicml", "0.4.0"),))
 
 # -- Keras 3 ------------------------------------------------------------------------
 # Read: keras 3.15.1 wheel. keras/src/backend/config.py picks the backend once, when keras is first
@@ -779,6 +797,7 @@ HELPERS: tuple[Helper, ...] = (
         "seed_all(seed + rank), then `if deterministic_mode: configure_deterministic_mode()`)",
         ("*", ("seed", None), ("deterministic_mode", False)),
         (Check("seed", "uint32-or-none"), Seed(_COMPOSER_SEED_LIBS), If("deterministic_mode", _COMPOSER_DETERMINISTIC_MODE)),
+        idiom=_COMPOSER_IDIOM,
     ),
     # -- torchtune
     Helper(
@@ -913,6 +932,7 @@ BY_NAME: dict[str, Helper] = {name: helper for helper in HELPERS for name in hel
 VERSIONED: tuple[str, ...] = tuple(
     sorted(
         {h.idiom.since[0] for h in HELPERS if h.idiom is not None and h.idiom.since is not None}
+        | {dist for h in HELPERS if h.idiom is not None for _, dist, _ in h.idiom.later}
         | {dist for h in HELPERS if h.resets is not None for _, dist in h.resets.packages}
     )
 )

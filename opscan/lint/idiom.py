@@ -5,12 +5,15 @@ also sets CUBLAS_WORKSPACE_CONFIG; a transformers Trainer script with
 `TrainingArguments(full_determinism=True)`; an accelerate script with
 `set_seed(seed, deterministic=True)`. When the script already calls such a
 helper, the finding suggests that keyword and its fix adds it to the call,
-rather than raw torch calls. The catalogue says which helpers have an idiom and
+rather than raw torch calls; where the script sets `cudnn.deterministic` from
+its own switch before that call, the keyword takes the switch rather than True
+(opscan.lint.switch). The catalogue says which helpers have an idiom and
 what it covers (`frameworks.Idiom`); this module finds the call to edit.
 
 An idiom that only later releases of its package provide (`Idiom.since`:
 accelerate's `deterministic` from 0.29.0, transformers' `full_determinism`
-from 4.19.0) is used only where every version the project may use has it, as
+from 4.19.0; `Idiom.later`: composer's `deterministic_mode` sets
+CUBLAS_WORKSPACE_CONFIG from 0.4.0) is used only where every version the project may use has it, as
 its requirements, lock file or installed package say (opscan.lint.target): on
 an older one the fixed script would raise `TypeError`. Elsewhere the rule
 gives its raw fix, and its message names the idiom with that condition.
@@ -71,7 +74,7 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
     ("determinism" or "cublas") and that does not pass its keyword yet.
 
     For "cublas", the call must run before any CUDA work: the variable is read when cuBLAS starts.
-    A call whose idiom the project's release of the package may lack (`Idiom.since`) gives way to
+    A call whose idiom the project's release of the package may lack (`Idiom.since_for(wants)`) gives way to
     a later call whose idiom it has; where there is none, it is returned with `since` set.
     """
     older = None  # the first route the project's release may lack
@@ -96,12 +99,23 @@ def route(ctx: Context, path: str, wants: str) -> Route | None:
             continue  # passed already, or may be: the call's own choice
         if pos is not None and pos < len(args.args):
             continue  # passed by position as None: leave that call to the user
-        if idiom.since is not None and not ctx.at_least(*idiom.since):
+        since = idiom.since_for(wants)
+        if since is not None and not ctx.at_least(*since):
             if older is None:
-                older = Route(callee, idiom.keyword, idiom.value, loc, idiom.covers, idiom.since)
+                older = Route(callee, idiom.keyword, _value(ctx, path, idiom.value, loc), loc, idiom.covers, since)
             continue
-        return Route(callee, idiom.keyword, idiom.value, loc, idiom.covers)
+        return Route(callee, idiom.keyword, _value(ctx, path, idiom.value, loc), loc, idiom.covers)
     return older
+
+
+def _value(ctx: Context, path: str, value: str, loc: Loc) -> str:
+    """The keyword's value: the project's own switch where it sets `cudnn.deterministic` before the call
+    (`Trainer(deterministic=args.torch_deterministic)`), so that turning it off still turns determinism
+    off; else the idiom's own (True)."""
+    from opscan.lint.switch import find_switch
+
+    switch = find_switch(ctx, path, loc, (), (), False, None)
+    return switch.text if switch is not None and not switch.after else value
 
 
 # -- the fix ------------------------------------------------------------------------

@@ -325,6 +325,7 @@ def test_show_settings_names_the_range_of_each_package_a_rule_may_read(tmp_path,
         "  where none is declared: any version, from no accelerate declared or installed (1 file)\n"
         "  under a/: 0.28.0, from a/uv.lock: accelerate 0.28.0 (1 file)\n"
         "lightning         any version, from no lightning declared or installed (2 files)\n"
+        "mosaicml          any version, from no mosaicml declared or installed (2 files)\n"
         "pytorch-lightning any version, from no pytorch-lightning declared or installed (2 files)\n"
         "transformers      per project folder:\n"
         "  where none is declared: any version, from no transformers declared or installed (1 file)\n"

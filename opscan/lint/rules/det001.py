@@ -113,7 +113,9 @@ Otherwise, in the framework's own idiom where the script calls a helper that has
 passes `deterministic=True` to Lightning's `Trainer(...)` (which also sets
 CUBLAS_WORKSPACE_CONFIG and turns cuDNN benchmarking off),
 `full_determinism=True` to the `TrainingArguments(...)` a transformers
-`Trainer` gets, or `deterministic=True` to accelerate's `set_seed(...)`.
+`Trainer` gets, `deterministic=True` to accelerate's `set_seed(...)`, or
+`deterministic_mode=True` to composer's `Trainer(...)` (which calls
+`configure_deterministic_mode()` right after it seeds).
 Otherwise inserts `torch.use_deterministic_algorithms(True)` after the
 seeding statement (and the seeding statements that follow it in the block,
 up to a call of a project helper that seeds, or a branch or loop that seeds
@@ -131,8 +133,27 @@ Where the module has no `import torch` to use, one is added where isort
 third-party section, or as a section of its own after the standard
 library's, with the blank lines around it that isort wants. Safe.
 
+Where the script sets `cudnn.deterministic` from its own switch (cleanrl's
+`torch.backends.cudnn.deterministic = args.torch_deterministic`), the call
+passes that switch, not `True`, so that turning it off still turns
+determinism off: right after that assignment where it follows the seeding in
+the block, else where the call goes anyway, where the assignment runs before
+it on every path and nothing between rebinds the name, stores to the chain or
+hands it to a call. Only for a name or attribute chain, the run's one write of
+`cudnn.deterministic`, in the scope that seeds; a literal, a call or another
+expression keeps `True`. The finding stands there: `cudnn.deterministic`
+covers convolutions only. DET002's variable still goes at the top, whatever
+the switch: it must be set before cuBLAS starts, and does nothing with
+determinism off. A catalogued helper that sets only the cuDNN flags from its
+argument is such a switch too: mmdet's and mmcv's
+`set_random_seed(seed, deterministic=args.deterministic)`, fastai's
+`set_seed(s, reproducible=args.reproducible)`. The framework's keyword takes
+the switch too, where it is set before that call:
+`Trainer(deterministic=args.deterministic)`.
+
 The transformers and accelerate keywords exist from transformers 4.19.0 and
-accelerate 0.29.0 on (older releases raise `TypeError`), so they are used only
+accelerate 0.29.0 on (older releases raise `TypeError`; composer's is in
+every mosaicml release), so they are used only
 where every release the project may use has them: its requirement or lock
 file says so (found as the targeted torch is) or, where nothing declares the
 package, the installed one does. Elsewhere the fix is the insertion, and the
@@ -145,10 +166,11 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.branches import branches, is_elif, lines_of, parse_lines, statement_at, suites
-from opscan.lint.context import Context, api_name, how, process_text, via_text
+from opscan.lint.context import UNKNOWN, Context, api_name, how, process_text, via_text
 from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
 from opscan.lint.modelled import helper
+from opscan.lint.switch import find_switch, scope_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -172,8 +194,11 @@ def check(ctx: Context) -> None:
     first = ctx.seeds[0]
     path, loc = first.anchor
     note = ""
-    if any(e.what.flag == "deterministic" and e.what.value is True for e in ctx.of(Cudnn)):
+    flags = {e.what.value for e in ctx.of(Cudnn) if e.what.flag == "deterministic"}
+    if True in flags:
         note = " (`cudnn.deterministic = True` covers convolutions only)"
+    elif UNKNOWN in flags:  # `cudnn.deterministic = args.torch_deterministic`: the project's switch, for convolutions
+        note = " (`cudnn.deterministic` covers convolutions only)"
     idiom = route(ctx, path, "determinism")
     if idiom is not None and idiom.since is None:  # the framework's own switch: Trainer(deterministic=True), ...
         advice, fix = idiom.advice, Fix(idiom.fix_description(), "safe", idiom.edit())
@@ -184,17 +209,28 @@ def check(ctx: Context) -> None:
         helper_lines = tuple(sorted({at.line for at, helper in here if helper}))
         before = bool(first.helper) and loc not in imports
         hoist = _branch_that_seeds(ctx, loc, {at.line for at, _ in here})
-        edit = EnableDeterminism(seed_lines, helper_lines, before=before, hoist_line=hoist[1] if hoist else None)
-        if hoist:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
-            advice = f"call `torch.use_deterministic_algorithms(True)` before the `{hoist[0]}` around it"
+        switch = find_switch(ctx, path, loc, seed_lines, helper_lines, before, hoist[1] if hoist else None)
+        mode = switch.text if switch is not None else "True"
+        call = f"torch.use_deterministic_algorithms({mode})"
+        edit = EnableDeterminism(
+            seed_lines, helper_lines, before=before, hoist_line=hoist[1] if hoist else None,
+            mode=mode, after_line=switch.line if switch is not None and switch.after else None,
+        )  # fmt: skip
+        if switch is not None and switch.after:  # seeding, then `cudnn.deterministic = args.x`: beside it
+            advice = f"call `{call}` right after the switch sets `cudnn.deterministic` (line {switch.line})"
+            where = f"right after the `cudnn.deterministic` assignment (line {switch.line})"
+        elif hoist:  # `if ...: seed(a)` `else: seed(b)`: before the `if`, for both paths
+            advice = f"call `{call}` before the `{hoist[0]}` around it"
             where = f"before the `{hoist[0]}` around it, where another branch seeds too"
         elif before:
-            advice, where = "call `torch.use_deterministic_algorithms(True)` before calling it", f"before calling `{first.helper}`"
+            advice, where = f"call `{call}` before calling it", f"before calling `{first.helper}`"
         else:
-            advice, where = "call `torch.use_deterministic_algorithms(True)` after seeding", "after seeding"
+            advice, where = f"call `{call}` after seeding", "after seeding"
+        if switch is not None and not switch.after:
+            advice += f", with the switch that sets `cudnn.deterministic` (line {switch.line})"
         if idiom is not None:  # the project may be on a release without the switch
             advice += idiom.alternative()
-        fix = Fix(f"Insert `torch.use_deterministic_algorithms(True)` {where}", "safe", edit)
+        fix = Fix(f"Insert `{call}` {where}", "safe", edit)
     ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{process_text(ctx, path)}{note}; {advice}", fix)
 
 
@@ -240,8 +276,8 @@ def _branch_that_seeds(ctx: Context, loc, lines: set[int]) -> tuple[str, int] | 
     fix (EnableDeterminism.hoist_line) puts it there.
     """
     facts = ctx.trace.entry.facts
-    scope = _scope_of(facts, loc)
-    others = [line for line in lines if line != loc.line and _scope_of(facts, Loc(line, 1, line, 1)) == scope]
+    scope = scope_of(facts, loc)
+    others = [line for line in lines if line != loc.line and scope_of(facts, Loc(line, 1, line, 1)) == scope]
     if not others:
         return None
     text = lines_of(facts)
@@ -310,16 +346,6 @@ def _main_guard(test) -> bool:
     return sides == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
 
 
-def _scope_of(facts, loc) -> str | None:
-    """The innermost function or method of the module that holds `loc`, by qualified name; None: the module."""
-    best = None
-    for fn in facts.functions.values():
-        at = fn.loc
-        if at.line <= loc.line <= at.end_line and (best is None or at.line >= best.loc.line):
-            best = fn
-    return best.qualname if best is not None else None
-
-
 def _import_locs(ctx: Context) -> set:
     """Where the entry file imports: a project module that seeds on import is no helper call to put the fix before."""
     facts = ctx.trace.entry.facts
@@ -334,21 +360,34 @@ def _import_locs(ctx: Context) -> set:
 class EnableDeterminism(Edit):
     """Insert `torch.use_deterministic_algorithms(True)` where every path that seeds runs it before the work.
 
+    With the project's own switch (`mode`, see opscan.lint.switch), that instead of True; right after the
+    `cudnn.deterministic = <switch>` that follows the seeding (`after_line`), where it does.
+
     After the statement that seeds (and the seeding statements that follow it
     in the block); before it where it calls a project helper, which may do the
     work too. Where other branches of an `if`, `try` or `match` around it seed
     too, before that statement (`hoist_line`, chosen by `_branch_that_seeds`).
     """
 
-    _fields = ("seed_lines", "helper_lines", "before", "hoist_line")
+    _fields = ("seed_lines", "helper_lines", "before", "hoist_line", "mode", "after_line")
     __slots__ = _fields
     order = 5  # last: it may add `import torch` below what the fixes put at the top
 
-    def __init__(self, seed_lines: tuple[int, ...], helper_lines: tuple[int, ...] = (), before: bool = False, hoist_line: int | None = None):
+    def __init__(
+        self,
+        seed_lines: tuple[int, ...],
+        helper_lines: tuple[int, ...] = (),
+        before: bool = False,
+        hoist_line: int | None = None,
+        mode: str = "True",
+        after_line: int | None = None,
+    ):
         self.seed_lines = seed_lines  # the lines, in the file fixed, of its calls that seed themselves
         self.helper_lines = helper_lines  # ... and of its calls of project helpers that seed (and may do the work)
         self.before = before  # the finding's own statement calls such a helper
         self.hoist_line = hoist_line  # the first line of the `if`, `try` or `match` to go before, if any
+        self.mode = mode  # the argument, source text: "True", or the project's switch (`Switch.text`)
+        self.after_line = after_line  # the line of the `cudnn.deterministic = <switch>` to go right after, if any
 
     def plan(self, planner: Planner, finding: Finding) -> bool:
         import libcst as cst
@@ -372,25 +411,30 @@ class EnableDeterminism(Edit):
             )  # fmt: skip
             if outer is None:
                 return False  # not where the rule saw it: no fix rather than another one
-            new = statement(f"{_determinism_callee(planner, outer, before=True)}(True)")
+            new = statement(f"{_determinism_callee(planner, outer, before=True)}({self.mode})")
             return _insert_before(planner, outer, new)
         if isinstance(stmt, cst.SimpleStatementSuite):
-            return _enable_in_suite(planner, small, set(self.seed_lines), self.before)
+            return _enable_in_suite(planner, small, set(self.seed_lines), self.before, self.mode)
         block = planner.parent.get(stmt)
         if not isinstance(block, (cst.Module, cst.IndentedBlock)):
             return False
         if self.before:  # `evaluate(data)`, a helper that seeds and runs the evaluation
-            new = statement(f"{_determinism_callee(planner, stmt, before=True)}(True)")
+            new = statement(f"{_determinism_callee(planner, stmt, before=True)}({self.mode})")
             return _insert_before(planner, stmt, new)
         siblings = list(block.body)
         last = stmt
         for sibling in siblings[siblings.index(stmt) + 1 :]:
+            if self.after_line is not None and planner.range(sibling)[0][0] == self.after_line:
+                last = sibling  # `cudnn.deterministic = args.x`, the switch (_switch): right after it
+                break
             step = _seeding(planner, sibling, set(self.seed_lines), set(self.helper_lines))
             if step == "work":
                 break  # a helper that seeds, or a branch or loop that seeds and works: not after it
             if step == "seed":
                 last = sibling
-        new = statement(f"{_determinism_callee(planner, last)}(True)")
+        if self.after_line is not None and planner.range(last)[0][0] != self.after_line:
+            return False  # not where the rule saw it: no fix rather than another one
+        new = statement(f"{_determinism_callee(planner, last)}({self.mode})")
         if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], EXITS):
             planner.edits.insert_before.setdefault(last, []).append(new)  # `return seed_everything(0)`
         else:
@@ -428,7 +472,7 @@ def _insert_before(planner: Planner, stmt, new) -> bool:
     return True
 
 
-def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool) -> bool:
+def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool, mode: str) -> bool:
     """`def seed(): torch.manual_seed(0)`: add to the same one-line suite."""
     import libcst as cst
 
@@ -440,7 +484,7 @@ def _enable_in_suite(planner: Planner, small, seed_lines: set[int], before: bool
         for other in suite.body[list(suite.body).index(small) + 1 :]:
             if planner.range(other)[0][0] in seed_lines:
                 last = other
-    new = cst.Expr(cst.parse_expression(f"{_determinism_callee(planner, suite)}(True)"))
+    new = cst.Expr(cst.parse_expression(f"{_determinism_callee(planner, suite)}({mode})"))
     if before or isinstance(last, EXITS):
         planner.edits.insert_before.setdefault(last, []).append(new)
     else:

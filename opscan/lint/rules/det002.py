@@ -59,13 +59,18 @@ Where the script builds Lightning's `Trainer(...)` (or the `TrainingArguments`
 of a transformers `Trainer`) before any CUDA work, passes it
 `deterministic=True` (`full_determinism=True`), which sets the variable, as
 DET001's fix does; `full_determinism` only where the project cannot be on a
-transformers release before 4.19.0, which lacks it (see DET001). Otherwise inserts
+transformers release before 4.19.0, which lacks it (see DET001). So does
+composer's `Trainer(deterministic_mode=True)` where the project cannot be on
+mosaicml before 0.4.0, whose `deterministic_mode` did not set it. Otherwise inserts
 `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")` near the
 top of the module, after the docstring and `from __future__` imports and before
 the first torch import, adding `import os` if needed (in sorted place among the
 standard-library imports above it, with a blank line after the imports, so
 ruff's E402 and isort rules stay satisfied). Safe on every torch release;
-offered with the finding, so not where the rule is silent.
+offered with the finding, so not where the rule is silent. Where DET001's
+fix follows the project's own switch (`use_deterministic_algorithms(args.x)`),
+this one is still unconditional: the switch is not known at the top of the
+module, and the variable does nothing with determinism off.
 """
 
 from __future__ import annotations
