@@ -10,7 +10,8 @@ Per-command sections, as ruff has `[tool.ruff.lint]`:
     per-file-ignores                {glob = [codes]}
     exclude, extend-exclude         globs of paths not to discover
     torch-version                   overrides the common key for lint
-    roots                           folders, besides the root, in which project imports resolve (default: ["src"])
+    roots                           folders, besides the root, in which project imports resolve (default: ["src"]; without
+                                    a config file, also each linted file's project root and its "src")
   [tool.opscan.scan]
     device, max-steps, input-shape  defaults for the flags of the same names (record reads them too)
   [tool.opscan.bench]
@@ -27,6 +28,10 @@ import os
 from stat import S_ISREG
 
 from opscan._path import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs lint start-up; annotations are strings here
+    from collections.abc import Iterable
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
@@ -125,10 +130,24 @@ class Config:
     def __repr__(self) -> str:
         return f"Config(root={self.root!r}, source={self.source!r})"
 
-    def import_roots(self) -> list[Path]:
-        """Where project imports resolve, as ruff's `src`: the root, then `roots` (default: the root's `src`)."""
+    def import_roots(self, projects: Iterable[str] = ()) -> list[Path]:
+        """Where project imports resolve, as ruff's `src`: the root, then `roots` (default: the root's `src`).
+
+        Without a config file, then each of `projects` (the roots of the linted files' projects,
+        TorchTargets.project_root) and its `src`, so that a project linted from another folder
+        resolves what it does when linted from its own. Ruff's default `src` is the "project
+        root" and its `src`, the project root being the folder of the config file in use, the
+        working directory without one (https://docs.astral.sh/ruff/settings/#src): the
+        working directory stays first, so that what resolved there still resolves to the same
+        file. A config file's roots are its own: `projects` add nothing to them.
+        """
         extra = self.roots if self.roots_configured else [self.root / "src"]
-        return list(dict.fromkeys([self.root, *extra]))
+        found = [self.root, *extra]
+        if self.source is None:
+            for project in projects:
+                real = resolve(Path(project))  # as the working directory is: linted from its own folder, a project is one root
+                found += [real, real / "src"]
+        return list(dict.fromkeys(found))
 
     def enabled_codes(self, universe: list[str], opt_in: frozenset[str] = frozenset()) -> set[str]:
         """The codes selected; `opt_in` codes only when a selection names them (the default leaves them out)."""

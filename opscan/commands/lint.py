@@ -340,7 +340,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"opscan: error: {problem}", file=sys.stderr)
         return 2
     if args.verbose:
-        for line in _target_lines(targets) + _unresolved_lines(cfg, unresolved or {}):
+        for line in _target_lines(targets) + _unresolved_lines(cfg, unresolved or {}, cfg.import_roots(targets.projects)):
             print(f"opscan: {line}", file=sys.stderr)
 
     if args.add_noqa:
@@ -541,7 +541,7 @@ def show_settings(cfg, paths: list[str], missing: list[Problem], targets, args: 
     rows = [
         ("config file", engine.display_path(str(cfg.source)) if cfg.source else "(none: defaults)"),
         ("root", str(cfg.root)),
-        ("roots", listed(engine.display_path(str(r)) for r in cfg.import_roots())),
+        ("roots", listed(engine.display_path(str(r)) for r in engine.import_roots(cfg, targets, files))),
         ("select", listed(cfg.select)),
         ("extend-select", listed(cfg.extend_select)),
         ("ignore", listed(cfg.ignore)),
@@ -606,8 +606,9 @@ def _range_lines(found, *, fixed=None, fallback: bool = True) -> list[str]:
     return lines
 
 
-def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
-    """The imports that ran, found no project file and name no library lint knows or this Python has.
+def _unresolved_lines(cfg, unresolved: dict, roots: list) -> list[str]:
+    """The imports that ran, found no project file and name no library lint knows or this Python has;
+    `roots`: the import roots the run used (engine.import_roots).
 
     A dotted name is a module missing from a namespace package of the project (a folder
     without `__init__.py`) that an import looked in (see EntryTrace.missing)."""
@@ -651,8 +652,8 @@ def _unresolved_lines(cfg, unresolved: dict) -> list[str]:
             line += f": {hint} holds it; add that folder to `roots`"
         lines.append(line)
     if lines:
-        roots = ", ".join(engine.display_path(str(r)) for r in cfg.import_roots())
-        lines.insert(0, f"imports that look like project modules but resolve to no file under the roots ({roots}) or the script's folder:")
+        shown = ", ".join(engine.display_path(str(r)) for r in roots)
+        lines.insert(0, f"imports that look like project modules but resolve to no file under the roots ({shown}) or the script's folder:")
     return lines
 
 

@@ -148,7 +148,9 @@ class _FactsLoader:
 class _EntryLinter:
     """Lints entry files one by one through one Project, and filters their findings."""
 
-    def __init__(self, cfg: Config, torch: dict[Path, TorchRange], files: list[Path], cache, overlay, calls: CallFilter, targets: TorchTargets | None = None):
+    def __init__(
+        self, cfg: Config, torch: dict[Path, TorchRange], files: list[Path], cache, overlay, calls: CallFilter, targets: TorchTargets | None = None, roots: list[Path] | None = None
+    ):
         from opscan.lint.rules import OPT_IN, lint_codes
 
         self.cfg = cfg
@@ -157,7 +159,8 @@ class _EntryLinter:
         self.targets = targets  # and where they came from: the versions of other packages are read through it, as asked
         self.universe = lint_codes()
         self.enabled = cfg.enabled_codes(self.universe, OPT_IN)
-        self.project = Project(_FactsLoader(cache, overlay, calls), cfg.import_roots(), entry_dirs=[f.parent for f in files])
+        roots = cfg.import_roots() if roots is None else roots
+        self.project = Project(_FactsLoader(cache, overlay, calls), roots, entry_dirs=[f.parent for f in files])
         self._ignored: dict[str, set[str]] = {}
         self._shown: dict[str, str] = {}  # path -> display_path(path): asked for every finding, of a few files each
         self.unresolved: dict[str, tuple[str, Loc]] | None = None  # set to a dict to collect, per entry, imports found nowhere
@@ -701,6 +704,15 @@ def torch_targets(cfg: Config, torch_version: str | None = None, **options) -> T
     return TorchTargets(index().releases, cfg.torch_version, cfg.torch_version_from or "--torch-version", **options)
 
 
+def import_roots(cfg: Config, targets: TorchTargets, files: list[Path]) -> list[Path]:
+    """Where the project imports of `files` resolve: the config's roots; without a config file, also
+    the roots of the files' projects (Config.import_roots), which `targets` finds from its walk up."""
+    if cfg.source is not None:  # a config's roots are its own: no project root is looked for
+        return cfg.import_roots()
+    project_root = targets.project_root
+    return cfg.import_roots(dict.fromkeys(r for r in map(project_root, files) if r is not None))
+
+
 def run(
     paths: list[str],
     cfg: Config,
@@ -761,7 +773,7 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
         from opscan.lint.cache import FactsCache  # pickle, only when the cache is used
 
         cache = FactsCache.open(cfg.root)
-    linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint(), targets)
+    linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint(), targets, import_roots(cfg, targets, files))
     linter.unresolved = unresolved
     linter.progress = progress
     per_file = None

@@ -64,6 +64,8 @@ CONDA_NAMES = frozenset({"pytorch", "pytorch-gpu", "pytorch-cpu", "torch"})
 ENV_IGNORE_INSTALLED = "OPSCAN_IGNORE_INSTALLED_TORCH"
 # The names in a folder that can change what it declares, lowercased (a superset: see TorchTargets.listed).
 DECLARING_NAMES = ("uv.lock", "poetry.lock", "pylock.", "pyproject.toml", "requirements", "setup.", "environment.", ".git", ".hg")
+# The files that make a folder a project's root, for the import roots of a run without a config (TorchTargets.project_root).
+PROJECT_FILES = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})
 MAX_INCLUDE_DEPTH = 16
 
 
@@ -883,6 +885,8 @@ class _Walk:
         self.stop_at = Path(os.path.abspath(stop_at)) if stop_at is not None else None
         self._reader = reader
         self._folders: dict[str, tuple[Any, str] | None] = {}  # folder -> (versions, the folder they were declared in)
+        # Folder -> (it holds one of PROJECT_FILES, it ends the walk): what its listing told, kept for project_root.
+        self._marks: dict[str, tuple[bool, bool]] = {}
         self._fallback: Any = None
         self.used: dict[tuple[Any, str], set[str]] = {}  # (versions, project folder or "") -> the files given them
 
@@ -978,6 +982,7 @@ class _Walk:
         # package (a Cython build script's setup.py, a tool's own pyproject.toml inside a project)
         # does not: the project around it may declare it, as a nested requirements.txt never stopped it.
         boundary = bool(present & {".git", ".hg"})
+        self._marks[folder] = (not present.isdisjoint(PROJECT_FILES), boundary)  # for TorchTargets.project_root
         if not declarations:
             return None, boundary
         return self._union(declarations), boundary
@@ -1012,6 +1017,8 @@ class TorchTargets(_Walk):
         self.installed = installed and os.environ.get(ENV_IGNORE_INSTALLED, "") in ("", "0")
         self._installed_others = installed  # for package(): each has its own variable
         self._packages: dict[str, PackageVersions] = {}
+        self._projects: dict[str, str | None] = {}  # folder -> the root of its project, or None (project_root)
+        self.projects: dict[str, None] = {}  # the project roots given to files so far, as an ordered set
         self.fixed: TorchRange | None = None  # the configured range, which every file gets
         if configured is not None:
             self.fixed = TorchRange.from_spec(configured, self.known, configured_from, label=f"torch {configured} (from {configured_from})")
@@ -1027,6 +1034,49 @@ class TorchTargets(_Walk):
         folder = os.path.dirname(os.path.abspath(path))
         found = self._folder(folder)
         return found if found is not None else (self.fallback(), "")
+
+    def project_root(self, path: Path | str) -> str | None:
+        """The root of the project that holds the file `path`: the nearest folder up from the file's
+        with a pyproject.toml, setup.py or setup.cfg, looked for as far as the walk for the torch
+        requirement may go (the repository's root, `stop_at`); None outside any project.
+
+        Read from the listings that walk took (lint asks after for_file), each folder listed once
+        for both and its answer kept for every folder on the way: the files of a folder cost one
+        lookup. The project roots found so far are in `projects`, in the order first found.
+        """
+        folder = os.path.dirname(os.path.abspath(path))
+        projects = self._projects
+        if folder in projects:
+            return projects[folder]
+        chain = []
+        found = None
+        current = folder
+        while True:
+            if current in projects:
+                found = projects[current]
+                break
+            chain.append(current)
+            marks = self._marks.get(current)
+            if marks is None:  # a folder the torch walk did not list (a configured torch, or past its end)
+                self.listed.add((current, DECLARING_NAMES))  # the run cache: a pyproject.toml added here moves the root
+                try:
+                    present = set(os.listdir(current))
+                except (OSError, ValueError):
+                    present = set()
+                marks = self._marks[current] = (not present.isdisjoint(PROJECT_FILES), bool(present & {".git", ".hg"}))  # as _declared_in's
+            if marks[0]:
+                found = current
+                break
+            parent = os.path.dirname(current)
+            if marks[1] or parent == current or (self.stop_at is not None and current == str(self.stop_at)):
+                found = None
+                break
+            current = parent
+        for seen in chain:
+            projects[seen] = found
+        if found is not None:
+            self.projects.setdefault(found, None)
+        return found
 
     def _undeclared(self) -> TorchRange:
         return TorchRange.every(self.known)  # nothing declared, none installed

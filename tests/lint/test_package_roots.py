@@ -8,12 +8,19 @@ fixtures `project_checkout_named_like_package`, `project_package_over_namespace_
 and `project_namespace_package` hold the layouts linted from inside the project;
 here, what a fixture cannot say: the same tree linted from other folders, what
 `-v` lists, and that entries of different package roots share no wrong walk.
+Without a config, a file's imports also resolve against its project's root (the
+nearest folder with a pyproject.toml, setup.py or setup.cfg) and that root's src,
+after the working directory's: a project lints the same from any folder.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
+
+import pytest
 
 from opscan.cli import main
 from tests.lint.test_linker_scaling import _new_project, _trace_text
@@ -134,3 +141,106 @@ def test_the_folders_that_decide_a_package_root_are_what_a_run_depended_on(tmp_p
     project = _new_project(tmp_path / "a", [entry])  # the root is the package root: no lookup but the walk up lists a/b
     project.trace(project.entry_module(entry))
     assert {str(tmp_path / "a" / "b" / "c"), str(tmp_path / "a" / "b"), str(tmp_path / "a")} <= project.looked_at
+
+
+# ---------------------------------------------------------------- a project's root, without a config
+
+SEED_ALL = "import random\n\nimport torch\n\n\ndef seed_all(seed):\n    random.seed(seed)\n    torch.manual_seed(seed)\n"
+SCRIPT = 'import torch\n\nfrom mylib.utils import seed_all\n\nif __name__ == "__main__":\n    seed_all(0)\n    model = torch.nn.Linear(2, 2).cuda()\n'
+SEEDS_VIA = "DET001 [*] Seeds via `mylib.utils.seed_all` (`random.seed`) but never enables determinism"
+PROJECT_FILES = {
+    "pyproject.toml": '[project]\nname = "mylib"\nversion = "0.1"\ndependencies = ["torch>=2.10"]\n',
+    "setup.py": 'from setuptools import setup\n\nsetup(name="mylib", install_requires=["torch>=2.10"])\n',
+    "setup.cfg": "[metadata]\nname = mylib\n\n[options]\ninstall_requires =\n    torch>=2.10\n",
+}
+
+
+def _project_tree(tmp_path: Path, project_file: str = "pyproject.toml", package: str = "mylib") -> Path:
+    """tmp_path/proj: a project (no [tool.opscan]) whose script imports its package `mylib` from the
+    project's root (or, with `package` "src/mylib", from its src); a sibling folder `elsewhere`. The
+    .git at tmp_path is the repository's root, where the walk up for the project's root ends."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    return _write(tmp_path / "proj", {
+        project_file: PROJECT_FILES[project_file],
+        f"{package}/__init__.py": "",
+        f"{package}/utils.py": SEED_ALL,
+        "scripts/train.py": SCRIPT,
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize("project_file", sorted(PROJECT_FILES))
+@pytest.mark.parametrize("package", ["mylib", "src/mylib"])
+def test_a_project_without_a_config_lints_the_same_from_any_folder(tmp_path, capsys, project_file, package):
+    # Its imports resolve against the root of the file's project (and its src), as well as the working
+    # directory: from outside the project, `mylib` was unresolved and the finding lost.
+    proj = _project_tree(tmp_path, project_file, package)
+    runs = [
+        (proj, "scripts/train.py"),
+        (tmp_path, "proj/scripts/train.py"),
+        (tmp_path / "elsewhere", "../proj/scripts/train.py"),
+        (proj / "scripts", "train.py"),
+        (proj / package.partition("/")[0], "../scripts/train.py"),  # inside the package (mylib), or src
+    ]
+    for folder, shown in runs:
+        target = os.path.relpath(proj, folder)
+        rc, out, err = _lint(folder, capsys, "-v", target)
+        assert _findings(out) == [f"{shown}:6:5: {SEEDS_VIA}; call `torch.use_deterministic_algorithms(True)` before calling it"], (folder, err)
+        assert rc == 1 and "resolve to no file" not in err, (folder, err)
+    # A configured torch (no walk for its requirement) finds the project's root the same.
+    rc, out, _ = _lint(tmp_path / "elsewhere", capsys, "--torch-version", "2.12", "../proj")
+    assert _findings(out) == [f"../proj/scripts/train.py:6:5: {SEEDS_VIA}; call `torch.use_deterministic_algorithms(True)` before calling it"]
+
+
+def test_show_settings_and_verbose_name_the_project_roots_used(tmp_path, capsys):
+    proj = _project_tree(tmp_path)
+    rc, out, _ = _lint(tmp_path / "elsewhere", capsys, "--show-settings", "../proj")
+    assert rc == 0 and re.search(r"^roots +\., src, \.\./proj, \.\./proj/src$", out, re.MULTILINE), out
+    shutil.rmtree(proj / "mylib")  # now nothing holds mylib: -v says where it was looked for
+    rc, out, err = _lint(tmp_path / "elsewhere", capsys, "-v", "../proj")
+    assert "imports that look like project modules but resolve to no file under the roots (., src, ../proj, ../proj/src)" in err, err
+    # Inside the project, its root is the working directory: listed once.
+    rc, out, _ = _lint(proj, capsys, "--show-settings", ".")
+    assert re.search(r"^roots +\., src$", out, re.MULTILINE), out
+
+
+def test_a_config_keeps_its_own_roots(tmp_path, capsys):
+    # [tool.opscan] above the project says where imports resolve (roots = ["lib"], from its folder);
+    # the project's own root is not added to that, from any folder.
+    proj = _project_tree(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.opscan]\nroots = ["lib"]\n')
+    (tmp_path / "lib").mkdir()
+    for folder, target in ((tmp_path, "proj"), (proj / "scripts", "train.py")):
+        rc, out, err = _lint(folder, capsys, "-v", target)
+        assert rc == 0 and _findings(out) == [], (folder, out)
+        roots = f"{os.path.relpath(tmp_path, folder)}, {os.path.relpath(tmp_path / 'lib', folder)}".replace(os.sep, "/")
+        assert f"resolve to no file under the roots ({roots})" in err and "mylib (imported at" in err, (folder, err)
+    rc, out, _ = _lint(tmp_path, capsys, "--show-settings", "proj")
+    assert re.search(r"^roots +\., lib$", out, re.MULTILINE), out
+
+
+def test_a_file_outside_any_project_keeps_the_working_directory_roots(tmp_path, capsys):
+    # No pyproject.toml, setup.py or setup.cfg up to the repository's root: the roots are the working
+    # directory's alone, as before, so `mylib` resolves from the folder that holds it and not from another.
+    (tmp_path / ".git").mkdir()
+    _write(tmp_path, {"work/mylib/__init__.py": "", "work/mylib/utils.py": SEED_ALL, "scripts/train.py": SCRIPT})
+    rc, out, _ = _lint(tmp_path / "work", capsys, "../scripts/train.py")
+    assert _findings(out) == [f"../scripts/train.py:6:5: {SEEDS_VIA}; call `torch.use_deterministic_algorithms(True)` before calling it"]
+    rc, out, err = _lint(tmp_path, capsys, "-v", "scripts/train.py")
+    assert rc == 0 and "mylib (imported at scripts/train.py:3)" in err
+    rc, out, _ = _lint(tmp_path / "scripts", capsys, "--show-settings", "train.py")
+    assert re.search(r"^roots +\., src$", out, re.MULTILINE), out
+
+
+def test_the_working_directory_stays_a_root_before_the_projects(tmp_path, capsys):
+    # What resolved from the working directory before still does, to the same file: linted from
+    # tmp_path, the project's script finds mylib there (the project holds none), and where the project
+    # holds one too (that does not seed), the working directory's still comes first.
+    proj = _project_tree(tmp_path)
+    shutil.rmtree(proj / "mylib")
+    _write(tmp_path, {"mylib/__init__.py": "", "mylib/utils.py": SEED_ALL})
+    expected = [f"proj/scripts/train.py:6:5: {SEEDS_VIA}; call `torch.use_deterministic_algorithms(True)` before calling it"]
+    assert _findings(_lint(tmp_path, capsys, "proj")[1]) == expected
+    _write(proj, {"mylib/__init__.py": "", "mylib/utils.py": "def seed_all(seed):\n    return seed\n"})
+    assert _findings(_lint(tmp_path, capsys, "proj")[1]) == expected
+    assert _findings(_lint(proj, capsys, ".")[1]) == []  # from the project's own folder, its own mylib

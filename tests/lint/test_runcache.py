@@ -172,3 +172,27 @@ def test_a_package_root_that_changes_is_linted_afresh(tmp_path):
     assert not replayed
     assert "DET001" not in proc.stdout
     assert proc.stdout == _lint(project, "--no-cache", "checkout/pkg/train.py").stdout
+
+
+def test_a_project_root_that_appears_is_linted_afresh(tmp_path):
+    # Without a config, the imports of a file also resolve against its project's root (the nearest folder
+    # with a pyproject.toml, setup.py or setup.cfg). With torch configured no walk reads the folders for a
+    # requirement, so the walk for the project's root must list them itself: a setup.cfg made later puts
+    # `mylib` in reach of proj/scripts/train.py, linted from a folder beside the project.
+    (tmp_path / ".git").mkdir()
+    proj = tmp_path / "proj"
+    (proj / "scripts").mkdir(parents=True)
+    (proj / "mylib").mkdir()
+    (proj / "mylib" / "__init__.py").write_text("")
+    (proj / "mylib" / "utils.py").write_text("import torch\n\n\ndef seed():\n    torch.manual_seed(0)\n")
+    (proj / "scripts" / "train.py").write_text("import torch\n\nfrom mylib.utils import seed\n\nseed()\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _age(*proj.rglob("*"), proj, elsewhere, tmp_path)
+    args = ("--torch-version", "2.12", "../proj/scripts/train.py")
+    first = _warm(elsewhere, *args)
+    assert "DET001" not in first.stdout
+    (proj / "setup.cfg").write_text("[metadata]\nname = mylib\n")
+    replayed, proc = _replayed(elsewhere, *args)
+    assert not replayed
+    assert "../proj/scripts/train.py:5:1: DET001" in proc.stdout
