@@ -22,6 +22,7 @@ from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, m
 from opscan.lint.facts import (
     CLS_CALL, GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, SUPER_CALL, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts,
 )  # fmt: skip
+from opscan.lint.frameworks import STARRED
 from opscan.lint.model import UNKNOWN, Call, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 from opscan.lint.stars import UNREADABLE
@@ -47,6 +48,18 @@ _LOADED_AT_START_UP = frozenset({
     "_collections_abc", "_sitebuiltins", "abc", "codecs", "encodings", "genericpath", "io", "os", "posixpath",
     "site", "stat", "zipimport",
 })  # fmt: skip
+
+
+def _starred_by_module() -> dict[str, frozenset[str]]:
+    """By library module: the catalogue names its `*` binds (frameworks.STARRED), last parts."""
+    out: dict[str, set[str]] = {}
+    for name in STARRED:
+        module, _, last = name.rpartition(".")
+        out.setdefault(module, set()).add(last)
+    return {module: frozenset(names) for module, names in out.items()}
+
+
+_STARRED_BY_MODULE = _starred_by_module()
 
 
 class Frame(Frozen):
@@ -736,7 +749,7 @@ class Project:
         has it. None where that is unknown (an `__all__` lint cannot read); _NOT_STARRED where none may.
 
         A module lint cannot read (a library's, a compiled one) is taken to bind none of the names it
-        looks up."""
+        looks up, but the catalogue's (frameworks.STARRED)."""
         facts = mod.facts
         head = local.partition(".")[0]
         stars = facts.stars
@@ -745,6 +758,8 @@ class Project:
             dotted = stars[i]
             star = self.find_module(dotted, search)
             if star is None:
+                if head in _STARRED_BY_MODULE.get(dotted, ()):
+                    return self.resolve(f"{dotted}.{local}", mod, search, depth + 1)
                 continue
             names = self._star_names(star, search)
             if names is None:
@@ -794,6 +809,7 @@ class Project:
             for dotted in facts.stars:
                 star = self.find_module(dotted, search)
                 if star is None:
+                    names.update(_STARRED_BY_MODULE.get(dotted, ()))
                     continue
                 more = self._star_names(star, search)
                 if more is None:
