@@ -1609,7 +1609,7 @@ class _FactsBuilder:
             self.facts.star_bound = star_order(tree, self._star_nodes)
         module = self.module_scope
         if "__all__" in module.shadowed or "__all__" in module.aliases:  # bound at the top level: read it
-            self.facts.exports = read_all(tree)
+            self.facts.exports = read_all(tree, self.facts.lines)
 
 
 def decode_source(data: bytes) -> str:
