@@ -22,6 +22,7 @@ from opscan.lint import apis, frameworks
 from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
+from opscan.lint.stars import BUILTIN_NAMES, read_all, star_order
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 23  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias)
+FACTS_VERSION = 24  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -265,7 +266,7 @@ class ClassFacts(Plain):
 class ModuleFacts(Plain):
     _fields = (
         "path", "aliases", "body", "functions", "classes", "noqa", "file_noqa", "lines", "error", "error_loc",
-        "dropped_libraries", "relative_imports",
+        "dropped_libraries", "relative_imports", "stars", "star_bound", "exports",
     )  # fmt: skip
     __slots__ = _fields
 
@@ -304,6 +305,13 @@ class ModuleFacts(Plain):
         # Whether it has a relative import: the only part of the facts that depends on the package
         # the module is imported as. Without one, the facts serve every name it is reached by.
         self.relative_imports = False
+        # Its top level's `from m import *` modules, in order, and (with any) how many of them come before
+        # each name's last binding of its own (opscan.lint.stars.star_order): the linker looks a name
+        # up in those that may bind it last. Empty for nearly every module.
+        self.stars: tuple[str, ...] = ()
+        self.star_bound: dict[str, int] = {}
+        # Its `__all__` (opscan.lint.stars.read_all): None where it binds none, False where lint cannot read it.
+        self.exports: tuple[str, ...] | bool | None = None
 
 
 # ---------------------------------------------------------------- noqa
@@ -781,6 +789,8 @@ class _FactsBuilder:
         self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
         # The events, guards and parameters of the function walked, where it may have guards.
         self._guarded: tuple[list[Event], list[ParamIf], tuple[str, ...]] | None = None
+        self.stars: list[str] = []  # the top level's `from m import *` modules so far (ModuleFacts.stars)
+        self._star_nodes: set[int] = set()
 
     # -- names ------------------------------------------------------------
 
@@ -815,7 +825,11 @@ class _FactsBuilder:
             # torch.Generator().manual_seed, Fabric().seed_everything: through the call to what is called
             node = value.func if value.__class__ is ast.Call else value
         if not base:
-            return None
+            if not self.stars:
+                return None
+            base = self._star_global(node.id, scope)  # `node` is the Name the chain starts from
+            if not base:
+                return None
         if not attrs:  # `f(x)`, `self.f(x)`, `torch.f(x)`: most names are one or two parts long
             return base
         if len(attrs) == 1:
@@ -865,11 +879,33 @@ class _FactsBuilder:
             loads += _with_parents(module)
         for alias in node.names:
             if alias.name == "*":
+                # Python allows it at a module's top level only (a SyntaxError elsewhere).
+                if scope is self.module_scope and module != ".":
+                    self.stars.append(module)
+                    self._star_nodes.add(id(node))
                 continue
             qualname = f"{module}.{alias.name}" if module != "." else alias.name
             scope.aliases[alias.asname or alias.name] = qualname
             loads.append(qualname)  # a submodule, if there is such a file
         return tuple(dict.fromkeys(loads))
+
+    def _star_global(self, name: str, scope: _Scope) -> str | None:
+        """`$.name` for a name no scope binds (nor builtins), in a module with star imports: the linker
+        looks it up in them (Project._through_stars); None for any other name."""
+        if name in BUILTIN_NAMES:
+            return None
+        module = self.module_scope
+        while scope is not None:
+            if name in scope.shadowed or name in scope.aliases or name in scope.instances:
+                return None
+            if scope is not module and scope.node is not None:
+                # A function's (or class body's) name is local wherever it binds it, before this use or after.
+                if scope._bound is None:
+                    scope._bound = _bindings(scope.node)
+                if name in scope._bound[1]:
+                    return None
+            scope = scope.parent
+        return f"{THIS}.{name}"
 
     # -- events ------------------------------------------------------------
 
@@ -1788,6 +1824,12 @@ class _FactsBuilder:
             self.facts.functions["<class bodies>"] = FunctionFacts("<class bodies>", Loc(1, 1, 1, 1), self._class_body_events)
         self.facts.aliases = dict(self.module_scope.aliases)
         self.facts.dropped_libraries = tuple(sorted(self.dropped_libraries))
+        if self.stars:
+            self.facts.stars = tuple(self.stars)
+            self.facts.star_bound = star_order(tree, self._star_nodes)
+        module = self.module_scope
+        if "__all__" in module.shadowed or "__all__" in module.aliases:  # bound at the top level: read it
+            self.facts.exports = read_all(tree, self.facts.lines)
 
 
 def decode_source(data: bytes) -> str:

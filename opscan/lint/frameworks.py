@@ -682,6 +682,7 @@ _LIGHTNING_RESETS_SOURCE = (
 _HF_SOURCE = "transformers 5.24.0 wheel: transformers/trainer_utils.py, trainer.py (Trainer.__init__), training_args.py"
 _STRICT_WARN = Strict("deterministic", None, "true")
 _SEED_CUDNN_PAIR = (Cudnn("deterministic", True), Cudnn("benchmark", False))
+_FASTAI_MODULES = ("fastai.torch_core", "fastai.basics", "fastai.vision.all", "fastai.text.all", "fastai.tabular.all")
 
 _HF_ENABLE_FULL_DETERMINISM = Helper(
     _names(_HF_MODULES, "enable_full_determinism"),
@@ -917,14 +918,22 @@ HELPERS: tuple[Helper, ...] = (
     ),
     # -- fastai
     Helper(
-        _names(("fastai.torch_core", "fastai.basics", "fastai.vision.all", "fastai.text.all", "fastai.tabular.all"), "set_seed"),
+        _names(_FASTAI_MODULES, "set_seed"),
         "fastai 2.8.12 wheel: fastai/torch_core.py (set_seed(s, reproducible=False): torch, torch.cuda.manual_seed_all, "
         "numpy, random, then `if reproducible: cudnn.deterministic = True; cudnn.benchmark = False`; never "
-        "use_deterministic_algorithms). A `from fastai.vision.all import *` hides it from lint",
+        "use_deterministic_algorithms); each of these modules' `*` binds it (STARRED)",
         (("s", None), ("reproducible", False)),
         (Seed(("torch", "torch-cuda", "numpy", "random")), If("reproducible", _SEED_CUDNN_PAIR)),
     ),
 )
+
+STARRED: frozenset[str] = frozenset(_names(_FASTAI_MODULES, "set_seed"))
+"""The catalogue names that `from <module> import *` binds (the linker follows them where the module is
+no project file). fastai 2.8.12 wheel: fastai/torch_core.py:8-9 lists 'set_seed' in `__all__`, and
+torch_basics.py:11 (`from .torch_core import *`), data/all.py:1, basics.py:1 (`from .data.all import *`)
+and vision/all.py:2, text/all.py:1, tabular/all.py:1 (`from ..basics import *`) carry it on; none of
+those defines `__all__`, and no other fastai module binds `set_seed` (linking fastai's own source
+resolves `set_seed` of each to torch_core's)."""
 
 BY_NAME: dict[str, Helper] = {name: helper for helper in HELPERS for name in helper.names}
 """Every catalogue name -> its entry."""

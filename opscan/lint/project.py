@@ -22,8 +22,10 @@ from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, m
 from opscan.lint.facts import (
     CLS_CALL, GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, SUPER_CALL, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts,
 )  # fmt: skip
+from opscan.lint.frameworks import STARRED
 from opscan.lint.model import UNKNOWN, Call, CallArgs, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
+from opscan.lint.stars import UNREADABLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
@@ -36,6 +38,7 @@ MAX_DEPTH = 40
 MAX_EVENTS = 50_000
 MAX_PROCESSES = 16  # the functions one run hands to fresh processes that are followed, in the order they start
 _NOT_LOOKED_UP = object()
+_NOT_STARRED = object()  # no star import binds the name last (Project._through_stars)
 # Module files Python imports without source (read as no project file): a compiled extension, or a
 # bare .pyc. Beside a folder of the same name they win, as any module does over a namespace portion.
 # (_imp's list is importlib.machinery.EXTENSION_SUFFIXES, without importing importlib: ~0.7 ms.)
@@ -46,6 +49,18 @@ _LOADED_AT_START_UP = frozenset({
     "_collections_abc", "_sitebuiltins", "abc", "codecs", "encodings", "genericpath", "io", "os", "posixpath",
     "site", "stat", "zipimport",
 })  # fmt: skip
+
+
+def _starred_by_module() -> dict[str, frozenset[str]]:
+    """By library module: the catalogue names its `*` binds (frameworks.STARRED), last parts."""
+    out: dict[str, set[str]] = {}
+    for name in STARRED:
+        module, _, last = name.rpartition(".")
+        out.setdefault(module, set()).add(last)
+    return {module: frozenset(names) for module, names in out.items()}
+
+
+_STARRED_BY_MODULE = _starred_by_module()
 
 
 class Frame(Frozen):
@@ -296,6 +311,10 @@ class Project:
         self._module_bits: dict[str, int] = {}
         self._function_bits: dict[tuple[str, str], int] = {}
         self._uses_cls: dict[tuple[str, str], bool] = {}  # by (path, qualname): see uses_cls
+        # The names each module's `*` binds (see _star_names), shared as _resolved is, and those being worked out.
+        self._star_sets: dict[tuple[str, str], tuple[frozenset[str] | None, set[str]]] = {}
+        self._star_sets_in: dict[tuple[tuple[str, str], tuple[str, ...]], tuple[frozenset[str] | None, set[str]]] = {}
+        self._star_busy: set[tuple[str, str]] = set()
         for folder in entry_dirs:
             package_root = self._package_root(str(folder))
             if package_root is not None and Path(package_root) not in self._import_bases:
@@ -707,6 +726,10 @@ class Project:
 
     def _in_module(self, mod: Module, local: str, search: tuple[str, ...], depth: int):
         facts = mod.facts
+        if facts.stars:  # few modules have a star import
+            found = self._through_stars(mod, local, search, depth)
+            if found is not _NOT_STARRED:
+                return found
         if local in facts.functions:
             return ("function", mod, facts.functions[local])
         if local in facts.classes:
@@ -720,6 +743,80 @@ class Project:
         if alias and alias != f"{THIS}.{head}":  # re-exported from elsewhere, or another name (`Aug = RandomFlip`)
             return self.resolve(alias + ("." + rest if rest else ""), mod, search, depth + 1)
         return None
+
+    def _through_stars(self, mod: Module, local: str, search: tuple[str, ...], depth: int):
+        """What `local` names in `mod` where a star import of `mod` may bind its first part last, as Python
+        binds names, in order: the last star import after the module's own last binding of it whose `*`
+        has it. None where that is unknown (an `__all__` lint cannot read); _NOT_STARRED where none may.
+
+        A module lint cannot read (a library's, a compiled one) is taken to bind none of the names it
+        looks up, but the catalogue's (frameworks.STARRED)."""
+        facts = mod.facts
+        head = local.partition(".")[0]
+        stars = facts.stars
+        since = facts.star_bound.get(head, 0)  # the star imports before its own last binding are overridden
+        for i in range(len(stars) - 1, since - 1, -1):
+            dotted = stars[i]
+            star = self.find_module(dotted, search)
+            if star is None:
+                if head in _STARRED_BY_MODULE.get(dotted, ()):
+                    return self.resolve(f"{dotted}.{local}", mod, search, depth + 1)
+                continue
+            names = self._star_names(star, search)
+            if names is None:
+                return None
+            if head in names:
+                return self._in_module(star, local, search, depth + 1) if depth < 8 else None
+        return _NOT_STARRED
+
+    def _star_names(self, mod: Module, search: tuple[str, ...]) -> frozenset[str] | None:
+        """The names `from mod import *` binds: its `__all__`, else its top-level names not starting with
+        `_` (those its own star imports bind too); None where lint cannot read its `__all__`, or one of its
+        star imports'. Worked out once per module, and per search path only where that decides it (as
+        resolve's results); a module met again in a cycle of star imports gives what is known of it so far."""
+        key = (mod.path, mod.name)
+        names_here = self._search_names[search[0]]  # set up by resolve, which asks this
+        found = self._star_sets.get(key)
+        if found is None or not found[1].isdisjoint(names_here):
+            found = self._star_sets_in.get((key, search))
+        outer = self._heads
+        if found is None:
+            if key in self._star_busy:
+                return frozenset()
+            self._heads = heads = set()
+            self._star_busy.add(key)
+            try:
+                found = (self._own_star_names(mod, search), heads)
+            finally:
+                self._heads = outer
+                self._star_busy.discard(key)
+            if heads.isdisjoint(names_here) and key not in self._star_sets:
+                self._star_sets[key] = found
+            else:
+                self._star_sets_in[(key, search)] = found
+        if outer is not None:
+            outer |= found[1]
+        return found[0]
+
+    def _own_star_names(self, mod: Module, search: tuple[str, ...]) -> frozenset[str] | None:
+        facts = mod.facts
+        if facts.exports is not None:
+            return None if facts.exports is UNREADABLE else frozenset(facts.exports)
+        names = {n for n in facts.aliases if n[0] != "_"}
+        names.update(n for n in facts.classes if n[0] != "_" and "." not in n)
+        names.update(n for n in facts.functions if n[0] not in "_<" and "." not in n)
+        if facts.stars:
+            names.update(n for n in facts.star_bound if n[0] != "_")  # assignments too
+            for dotted in facts.stars:
+                star = self.find_module(dotted, search)
+                if star is None:
+                    names.update(_STARRED_BY_MODULE.get(dotted, ()))
+                    continue
+                more = self._star_names(star, search)
+                if more is None:
+                    return None
+                names.update(n for n in more if n[0] != "_")
+        return frozenset(names)
 
     def through_class(
         self, mod: Module, local: str, receiver: tuple[Module, ClassFacts] | None, search: tuple[str, ...], depth: int = 0
@@ -1231,7 +1328,9 @@ class _Walker:
             for effect in model(what.args):
                 ops.append((_EMIT, TraceEvent(effect, path, loc, (), name)))
             # `super().__init__(...)` is the modelled call, for the rules that ask what was called.
-            ops.append((_EMIT, TraceEvent(what, path, loc, (), name if SUPER_CALL in qualname else qualname)))
+            # So is a helper a star import binds (`$.set_seed`), for the rules that ask what the catalogue says of it.
+            starred = qualname[:2] == "$." and "<" not in qualname
+            ops.append((_EMIT, TraceEvent(what, path, loc, (), name if starred or SUPER_CALL in qualname else qualname)))
         elif kind == "function":
             # Only a classmethod's calls depend on the class it is called on (inline: this runs for every call).
             callee = self._receiver(mod, qualname, target, func, receiver) if target[2].params[:1] == ("cls",) else None
