@@ -1709,7 +1709,7 @@ SOURCES = (
         b'[[op]]\n'
         b'id = "index_add"\n'
         b'title = "index_add_ on CUDA (torch 1.8)"\n'
-        b'aten = ["aten.index_add.default", "aten.index_add_.default", "aten.index_add.out", "aten.index_add.dimname"]\n'
+        b'aten = ["aten.index_add.default", "aten.index_add_.default", "aten.index_add.out"]\n'
         b'callers = ["index_add_cuda_"]\n'
         b'phase = "forward"\n'
         b'devices = ["cuda"]\n'
