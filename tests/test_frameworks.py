@@ -203,6 +203,12 @@ CASES = [
         id="hf-set-seed-unknown",
     ),
     case("transformers.set_seed", args=(U,), star=True, expected=[seed(*HF), det(U, False)], id="hf-set-seed-star"),
+    # set_seed(None): torch.manual_seed(None) raises after random and numpy were reseeded from the OS;
+    # no argument at all is a TypeError before anything runs.
+    case("transformers.set_seed", args=(None,), kwargs={"deterministic": True}, id="hf-set-seed-none-raises"),
+    case("transformers.set_seed", id="hf-set-seed-no-argument-raises"),
+    case("transformers.enable_full_determinism", args=(None,), id="hf-full-seed-none-raises"),
+    case("transformers.enable_full_determinism", id="hf-full-no-argument-raises"),
     case(
         "transformers.enable_full_determinism",
         args=(0,),
@@ -229,6 +235,16 @@ CASES = [
         id="hf-full-warn-only-int-raises-in-torch",
     ),
     case("transformers.Trainer", expected=[seed(*HF)], id="hf-trainer-no-args"),
+    case(
+        "transformers.Trainer",
+        kwargs={"args": Built("transformers.TrainingArguments", CallArgs(kwargs=(("seed", None),)), LOC)},
+        id="hf-trainer-seed-none-raises",
+    ),
+    case(
+        "transformers.Trainer",
+        kwargs={"args": Built("transformers.TrainingArguments", CallArgs(kwargs=(("seed", None), ("full_determinism", True))), LOC)},
+        id="hf-trainer-full-determinism-seed-none-raises",
+    ),
     case("transformers.Trainer", args=(U, None), expected=[seed(*HF)], id="hf-trainer-args-none"),
     case("transformers.trainer.Trainer", kwargs={"model": U, "args": U}, expected=HF_TRAINER_UNKNOWN, id="hf-trainer"),
     case("transformers.Seq2SeqTrainer", args=(U, U), expected=HF_TRAINER_UNKNOWN, id="hf-seq2seq-positional"),
@@ -242,6 +258,8 @@ CASES = [
         id="accelerate-positional",
     ),
     case("accelerate.utils.set_seed", args=(0, True), expected=[seed(*HF)], id="accelerate-device-specific-only"),
+    case("accelerate.utils.set_seed", kwargs={"seed": None, "deterministic": True}, id="accelerate-seed-none-raises"),
+    case("accelerate.utils.set_seed", id="accelerate-no-argument-raises"),
     case(
         "accelerate.utils.set_seed",
         args=(0,),

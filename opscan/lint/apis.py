@@ -15,8 +15,22 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
     from opscan.lint.model import Effect
 
 
-def _seed(*libs: str) -> Callable[[CallArgs], list[Effect]]:
-    return lambda args: [Seed(libs)]
+def _seed(param: str, *libs: str) -> Callable[[CallArgs], list[Effect]]:
+    """A seeding call whose seed is parameter `param` (first position); no seed or a literal None is none.
+
+    random.seed(a=None) and np.random.seed(seed=None) reseed from the OS's entropy (CPython
+    Lib/random.py, Random.seed: "None or no argument seeds from current time or from an operating
+    system specific randomness source"; numpy/random/mtrand.pyx, RandomState.seed -> _legacy_seeding:
+    seed None -> a fresh SeedSequence), which un-seeds rather than seeds; torch.manual_seed(None),
+    torch.cuda.manual_seed[_all](None) raise TypeError at `seed = int(seed)` (torch 2.14.1
+    torch/random.py:63, torch/cuda/random.py:102 and :121) and Generator.manual_seed(None) raises
+    RuntimeError ("manual_seed expected a long"), as does each without its argument.
+    """
+
+    def model(args: CallArgs) -> list[Effect]:
+        return [] if args.get(param, 0, None) is None else [Seed(libs)]
+
+    return model
 
 
 def _use_deterministic_algorithms(args: CallArgs) -> list[Effect]:
@@ -55,23 +69,26 @@ def _environ_update(args: CallArgs) -> list[Effect]:
     return effects
 
 
-def _default_rng(args: CallArgs) -> list[Effect]:
-    seed = args.get("seed", 0, None)
-    return [] if seed is None else [Seed(("numpy-generator",))]
+# np.random.default_rng(seed=None) and RandomState(seed=None): None draws fresh OS entropy (numpy/random/
+# _generator.pyx default_rng, mtrand.pyx RandomState.__init__ -> _legacy_seeding), so only a seed seeds.
+_default_rng = _seed("seed", "numpy-generator")
 
 
 MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {
-    "torch.manual_seed": _seed("torch"),
-    "torch.random.manual_seed": _seed("torch"),
-    "torch.cuda.manual_seed": _seed("torch-cuda"),
-    "torch.cuda.manual_seed_all": _seed("torch-cuda"),
-    "torch.cuda.random.manual_seed": _seed("torch-cuda"),
-    "torch.cuda.random.manual_seed_all": _seed("torch-cuda"),
-    "torch.Generator.manual_seed": _seed("torch-generator"),
-    "random.seed": _seed("random"),
-    "numpy.random.seed": _seed("numpy"),
+    "torch.manual_seed": _seed("seed", "torch"),
+    "torch.random.manual_seed": _seed("seed", "torch"),
+    "torch.cuda.manual_seed": _seed("seed", "torch-cuda"),
+    "torch.cuda.manual_seed_all": _seed("seed", "torch-cuda"),
+    "torch.cuda.random.manual_seed": _seed("seed", "torch-cuda"),
+    "torch.cuda.random.manual_seed_all": _seed("seed", "torch-cuda"),
+    "torch.Generator.manual_seed": _seed("seed", "torch-generator"),
+    "random.seed": _seed("a", "random"),
+    "numpy.random.seed": _seed("seed", "numpy"),
     "numpy.random.default_rng": _default_rng,
     "numpy.random.RandomState": _default_rng,
+    # Random(x=None) calls self.seed(x) (CPython Lib/random.py, Random.__init__): a generator of its own,
+    # seeded as np.random.default_rng(seed) is, and unseeded without x.
+    "random.Random": _seed("x", "random-generator"),
     "numpy.random.Generator": lambda args: [],
     "torch.use_deterministic_algorithms": _use_deterministic_algorithms,
     "torch.set_deterministic_debug_mode": _set_deterministic_debug_mode,

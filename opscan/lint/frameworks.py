@@ -27,6 +27,10 @@ Conventions, shared with `opscan.lint.apis`:
   rejecting an out-of-range seed is not.
 - Helpers that seed with a random value when given no seed (mmengine, composer,
   torchtune, detectron2) still report `Seed`: they do call the seeding functions.
+  So does Lightning's `seed_everything()`, which seeds with PL_GLOBAL_SEED or 0
+  since 2.2 (a random seed before it). A core API called with no seed or None
+  (`random.seed()`, `np.random.seed(None)`) reseeds from the OS: no `Seed`
+  (`opscan.lint.apis`).
 - `os.environ.pop(...)` (ultralytics' `deterministic=False` branch) is not a write.
 
 The module imports nothing heavy: it is data and small functions.
@@ -334,7 +338,9 @@ def _run(steps: tuple, values: dict[str, Any], out: list, undecided: bool) -> bo
 # seed_everything(seed=None, workers=False, verbose=True): checks 0 <= seed <= 2**32-1 first (ValueError),
 # then os.environ["PL_GLOBAL_SEED"], random.seed, np.random.seed, torch.manual_seed,
 # os.environ["PL_SEED_WORKERS"]. No determinism flags. seed=None reads PL_GLOBAL_SEED, else uses 0
-# (before 2.2 it picked a random seed; 1.x also called torch.cuda.manual_seed_all).
+# (Lightning-AI/pytorch-lightning@014994ad91a56a71bbe3d6675f42b6f125789a26
+# src/lightning/fabric/utilities/seed.py:39-42; PR #18846, in 2.2: before it, a random seed), so a call
+# without one still seeds; 1.x also called torch.cuda.manual_seed_all.
 def _lightning_seed_everything(args: CallArgs, workers_default: Any = False) -> list[Effect]:
     seed = args.get("seed", 0, None)
     if seed is None:
@@ -477,9 +483,10 @@ def _hf_trainer(args: CallArgs) -> list[Effect]:
     settings = args.get("args", 1, None)
     if settings is None:
         return [Seed(_HF_SEED_LIBS)]
-    full = UNKNOWN
+    full, seed = UNKNOWN, UNKNOWN
     if isinstance(settings, Built) and settings.qualname in _TRAINING_ARGUMENTS:
         full = truth(settings.args.get("full_determinism", None, False))
+        seed = settings.args.get("seed", None, 42)  # TrainingArguments.seed defaults to 42
     if full is UNKNOWN:
         return (
             [Seed(_HF_SEED_LIBS)]
@@ -490,7 +497,9 @@ def _hf_trainer(args: CallArgs) -> list[Effect]:
                 Cudnn("benchmark", UNKNOWN),
             ]
         )
-    return _HF_ENABLE_FULL_DETERMINISM.model(CallArgs()) if full else [Seed(_HF_SEED_LIBS)]
+    if full:
+        return _HF_ENABLE_FULL_DETERMINISM.model(CallArgs(kwargs=(("seed", seed),)))
+    return [] if seed is None else [Seed(_HF_SEED_LIBS)]  # set_seed(None) raises
 
 
 _TRAINING_ARGUMENTS = frozenset(
@@ -691,6 +700,7 @@ _HF_ENABLE_FULL_DETERMINISM = Helper(
     "cudnn.benchmark = False; 4.x had no warn_only and wrote only CUDA_LAUNCH_BLOCKING and CUBLAS)",
     (("seed", None), ("warn_only", False)),
     (
+        Check("seed", "not-none"),  # its set_seed(seed) raises for None first (see set_seed's entry)
         Seed(_HF_SEED_LIBS),
         *(EnvWrite(var, value) for var, value in _HF_FULL_DETERMINISM_ENV),
         Determinism(True, Arg("warn_only", text=False)),
@@ -717,9 +727,11 @@ HELPERS: tuple[Helper, ...] = (
     # -- transformers
     Helper(
         _names(_HF_MODULES, "set_seed"),
-        _HF_SOURCE + " (set_seed(seed, deterministic=False); `deterministic` since PR #29778, 2024)",
+        _HF_SOURCE + " (set_seed(seed, deterministic=False); `deterministic` since PR #29778, 2024; "
+        "set_seed(None) reseeds random and numpy from the OS, then torch.manual_seed(None) raises TypeError: "
+        "huggingface/transformers@007360d654f36b1f4bc0c701c7b1b69273a7c4ed src/transformers/trainer_utils.py:92-105)",
         (("seed", None), ("deterministic", False)),
-        (Seed(_HF_SEED_LIBS), If("deterministic", (Determinism(True, False),))),
+        (Check("seed", "not-none"), Seed(_HF_SEED_LIBS), If("deterministic", (Determinism(True, False),))),
     ),
     _HF_ENABLE_FULL_DETERMINISM,
     Helper(
@@ -745,9 +757,14 @@ HELPERS: tuple[Helper, ...] = (
         "`deterministic` since 0.29.0 (PR #2569): accelerate 0.28.0 wheel, accelerate/utils/random.py, "
         "set_seed(seed, device_specific=False), which raises TypeError for it; accelerate 0.29.0 wheel, "
         "the same file, set_seed(seed, device_specific=False, deterministic=False). "
-        "Accelerator(...) sets no seed or flag",
+        "Accelerator(...) sets no seed or flag. set_seed(None): random.seed(None), np.random.seed(None), then "
+        "torch.manual_seed(None) raises TypeError (the same file, both releases)",
         (("seed", None), ("device_specific", False), ("deterministic", False)),
-        (Seed(("random", "numpy", "torch", "torch-cuda")), If("deterministic", (Determinism(True, False),))),
+        (
+            Check("seed", "not-none"),
+            Seed(("random", "numpy", "torch", "torch-cuda")),
+            If("deterministic", (Determinism(True, False),)),
+        ),
         idiom=Idiom("deterministic", "True", ("determinism",), since=("accelerate", "0.29.0")),
     ),
     # -- OpenMMLab

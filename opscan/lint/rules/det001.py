@@ -3,10 +3,14 @@
 ## What it does
 Flags a script that seeds (`torch.manual_seed`, `torch.cuda.manual_seed[_all]`,
 `random.seed`, `np.random.seed`, `torch.Generator().manual_seed`,
-`np.random.default_rng(seed)`, or a framework helper such as Lightning's
-`seed_everything` or transformers' `set_seed`) while nothing that runs from it
-turns on deterministic algorithms, directly or through a helper
-(`Trainer(deterministic=True)`, `enable_full_determinism`, ...).
+`np.random.default_rng(seed)`, `random.Random(seed)`, or a framework helper such
+as Lightning's `seed_everything` or transformers' `set_seed`) while nothing that
+runs from it turns on deterministic algorithms, directly or through a helper
+(`Trainer(deterministic=True)`, `enable_full_determinism`, ...). A call with no
+seed or a literal `None` seeds nothing: `random.seed()`, `np.random.seed(None)`,
+`random.Random()` and `np.random.default_rng()` take fresh entropy from the OS,
+and `torch.manual_seed(None)` and transformers' `set_seed(None)` raise.
+Lightning's `seed_everything()` does seed (with `PL_GLOBAL_SEED`, else 0, since 2.2).
 
 It points at the first seeding call that executes; when seeding happens inside
 a helper of another module, at the script's call of that helper (a helper the
