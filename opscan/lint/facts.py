@@ -22,6 +22,7 @@ from opscan.lint import apis, frameworks
 from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
+from opscan.lint.nodes import iter_child_nodes, walk
 from opscan.lint.stars import BUILTIN_NAMES, read_all, star_order
 
 TYPE_CHECKING = False
@@ -409,30 +410,6 @@ def literal(node: ast.AST | None) -> Any:
 def parse(text: str, path: str) -> ast.Module:
     """`ast.parse(text, filename=path)`: the same call of the compiler (see the import above)."""
     return compile(text, path, "exec", ast.PyCF_ONLY_AST)
-
-
-def iter_child_nodes(node: ast.AST):
-    """`ast.iter_child_nodes`: the direct child nodes, in field order."""
-    AST = ast.AST
-    for name in node._fields:
-        field = getattr(node, name, None)
-        if isinstance(field, AST):
-            yield field
-        elif isinstance(field, list):
-            for item in field:
-                if isinstance(item, AST):
-                    yield item
-
-
-def walk(node: ast.AST):
-    """`ast.walk`: the node and every node below it, breadth first, as ast's own order."""
-    todo = [node]
-    i = 0
-    while i < len(todo):
-        node = todo[i]
-        i += 1
-        todo.extend(iter_child_nodes(node))
-        yield node
 
 
 def loc_of(node: ast.AST) -> Loc:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import _ast as ast
 import builtins
 
+from opscan.lint.nodes import iter_child_nodes, walk
+
 # Names a function finds in builtins when no module binds them: not looked up in star imports
 # (a star-imported module that rebinds `print` is not modelled).
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -37,28 +39,7 @@ def _strings(node: ast.AST) -> tuple[str, ...] | None:
 
 
 def _mentions_all(node: ast.AST) -> bool:
-    return any(sub.__class__ is ast.Name and sub.id == "__all__" for sub in _nodes(node))
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    """The direct child nodes, in field order (source order for statements)."""
-    out = []
-    for name in node._fields:
-        field = getattr(node, name, None)
-        if isinstance(field, ast.AST):
-            out.append(field)
-        elif isinstance(field, list):
-            out.extend(item for item in field if isinstance(item, ast.AST))
-    return out
-
-
-def _nodes(node: ast.AST):
-    """Every node below `node` (itself included), depth first."""
-    todo = [node]
-    while todo:
-        node = todo.pop()
-        yield node
-        todo += _children(node)
+    return any(sub.__class__ is ast.Name and sub.id == "__all__" for sub in walk(node))
 
 
 def read_all(tree: ast.Module, lines: list[str]) -> tuple[str, ...] | bool:
@@ -154,5 +135,5 @@ def star_order(tree: ast.Module, stars: set[int]) -> dict[str, int]:
                 order[node.name] = seen
         elif cls.__name__ == "MatchMapping" and node.rest:
             order[node.rest] = seen
-        todo += reversed(_children(node))
+        todo += reversed(list(iter_child_nodes(node)))
     return order
