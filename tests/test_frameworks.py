@@ -464,6 +464,49 @@ CASES = [
         expected=[seed("random", "numpy", "torch"), cudnn("deterministic", U), cudnn("benchmark", U)],
         id="sb3-using-cuda-unknown",
     ),
+    # stable-baselines3's and sb3-contrib's algorithms: seed= by keyword; the cuDNN pair on a CUDA device
+    case("stable_baselines3.PPO", args=("MlpPolicy", "CartPole-v1"), expected=[], id="sb3-algorithm-no-seed"),
+    case("stable_baselines3.PPO", kwargs={"seed": None}, expected=[], id="sb3-algorithm-seed-none"),
+    case(
+        "stable_baselines3.ppo.ppo.PPO",
+        kwargs={"seed": 0},
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", True), cudnn("benchmark", False)],
+        id="sb3-algorithm-auto",
+    ),
+    case(
+        "stable_baselines3.SAC",
+        kwargs={"seed": U, "device": "cuda:1"},
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", True), cudnn("benchmark", False)],
+        id="sb3-algorithm-cuda-unknown-seed",
+    ),
+    case(
+        "stable_baselines3.DQN",
+        kwargs={"seed": 0, "device": "cpu"},
+        expected=[seed("random", "numpy", "torch")],
+        id="sb3-algorithm-cpu",
+    ),
+    case(
+        "sb3_contrib.TQC",
+        kwargs={"seed": 0, "device": U},
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", U), cudnn("benchmark", U)],
+        id="sb3-algorithm-device-unknown",
+    ),
+    case("sb3_contrib.ARS", kwargs={"seed": 0}, expected=[seed("random", "numpy", "torch")], id="sb3-ars-cpu-default"),
+    case(
+        "sb3_contrib.ars.ARS",
+        kwargs={"seed": 0, "device": "auto"},
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", True), cudnn("benchmark", False)],
+        id="sb3-ars-auto",
+    ),
+    case("stable_baselines3.A2C", kwargs={"seed": 0, "_init_setup_model": False}, expected=[], id="sb3-algorithm-no-setup"),
+    case("stable_baselines3.PPO", star=True, expected=[], id="sb3-algorithm-kwargs"),
+    case(
+        "stable_baselines3.PPO",
+        kwargs={"seed": 3},
+        star=True,
+        expected=[seed("random", "numpy", "torch"), cudnn("deterministic", U), cudnn("benchmark", U)],
+        id="sb3-algorithm-kwargs-and-seed",
+    ),
     # detectron2: PYTHONHASHSEED from the seed; a generated one when None
     case(
         "detectron2.utils.env.seed_all_rng",
@@ -610,6 +653,23 @@ REQUIRED_KEYS = [
     "monai.utils.misc.set_determinism",
     "timm.utils.random_seed",
     "stable_baselines3.common.utils.set_random_seed",
+    *(
+        f"{package}.{cls}"
+        for package, cls in [("stable_baselines3", "PPO"), ("stable_baselines3", "A2C"), ("stable_baselines3", "DQN")]
+    ),
+    *(
+        f"{package}.{cls}"
+        for package, cls in [("stable_baselines3", "SAC"), ("stable_baselines3", "TD3"), ("stable_baselines3", "DDPG")]
+    ),
+    "sb3_contrib.TQC",
+    "sb3_contrib.QRDQN",
+    "sb3_contrib.TRPO",
+    "sb3_contrib.ARS",
+    "sb3_contrib.MaskablePPO",
+    "sb3_contrib.RecurrentPPO",
+    "sb3_contrib.CrossQ",
+    "stable_baselines3.ppo.PPO",
+    "sb3_contrib.ppo_mask.ppo_mask.MaskablePPO",
     "detectron2.utils.env.seed_all_rng",
     "detectron2.engine.default_setup",
     "detectron2.engine.defaults.default_setup",

@@ -621,6 +621,65 @@ _COMPOSER_DETERMINISTIC_MODE = (
 # arrived in 0.4.0 (0.3.0 and 0.3.1 wheels: none; 0.4.0 wheel: composer/utils/reproducibility.py:75).
 _COMPOSER_IDIOM = Idiom("deterministic_mode", "True", ("determinism", "cublas"), later=(("cublas", "mosaicml", "0.4.0"),))
 
+# -- stable-baselines3 and sb3-contrib: the algorithms' `seed=` ------------------------
+# Read: stable-baselines3 2.9.2 wheel. common/base_class.py: BaseAlgorithm.__init__ sets
+#   `self.device = get_device(device)` (:128) and `self.seed = seed` (:140); BaseAlgorithm.set_random_seed
+#   (:559-572) returns at once for None, else calls utils.set_random_seed(seed, using_cuda=self.device.type
+#   == "cuda") (random, numpy, torch, then the cuDNN pair where using_cuda: see its entry). common/utils.py
+#   get_device (:223-243): "auto" means "cuda", and "cuda" falls back to the CPU where CUDA is not
+#   available. common/on_policy_algorithm.py:117 and off_policy_algorithm.py:179: _setup_model calls
+#   self.set_random_seed(self.seed) first. Every algorithm's __init__ ends `if _init_setup_model:
+#   self._setup_model()` (default True): A2C, PPO (on-policy), DQN, SAC, TD3, DDPG (off-policy), each
+#   with device="auto". sb3-contrib 2.9.0 wheel: CrossQ, QRDQN, TQC (off-policy), TRPO (on-policy),
+#   MaskablePPO, RecurrentPPO and ARS (their own _setup_model, set_random_seed(self.seed) first), device
+#   "auto" except ARS's "cpu". No algorithm calls use_deterministic_algorithms.
+# `seed` is the 20th-odd parameter of each, passed by keyword in practice: read by keyword only.
+_SB3_ALGORITHMS = {
+    "stable_baselines3": (("a2c", "A2C"), ("ppo", "PPO"), ("dqn", "DQN"), ("sac", "SAC"), ("td3", "TD3"), ("ddpg", "DDPG")),
+    "sb3_contrib": (
+        ("crossq", "CrossQ"),
+        ("qrdqn", "QRDQN"),
+        ("tqc", "TQC"),
+        ("trpo", "TRPO"),
+        ("ppo_mask", "MaskablePPO"),
+        ("ppo_recurrent", "RecurrentPPO"),
+        ("ars", "ARS"),
+    ),
+}
+
+
+def _sb3_names(default_device: str) -> tuple[str, ...]:
+    """Each algorithm's import paths (`stable_baselines3.PPO`, `.ppo.PPO`, `.ppo.ppo.PPO`) with that device default."""
+    return tuple(
+        name
+        for package, algorithms in _SB3_ALGORITHMS.items()
+        for module, cls in algorithms
+        if (cls == "ARS") == (default_device == "cpu")
+        for name in (f"{package}.{cls}", f"{package}.{module}.{cls}", f"{package}.{module}.{module}.{cls}")
+    )
+
+
+def _sb3_algorithm(default_device: str) -> Callable[[CallArgs], list[Effect]]:
+    def effects(args: CallArgs) -> list[Effect]:
+        if args.get("_init_setup_model", None, True) is False:
+            return []  # nothing is seeded until the caller runs _setup_model() itself
+        # seed=None (the default) seeds nothing. Under **kwargs with no seed= written, whether one is
+        # passed is unknown: not taken as seeding, as a seed written but unknown (seed=args.seed) is.
+        seed = args.get("seed", None, None) if args.passed("seed") else None
+        if seed is None:
+            return []
+        effects: list[Effect] = [Seed(("random", "numpy", "torch"))]
+        device = args.get("device", None, default_device)
+        if device is UNKNOWN:
+            effects += [Cudnn("deterministic", UNKNOWN), Cudnn("benchmark", UNKNOWN)]
+        elif isinstance(device, str) and device.split(":")[0] in ("auto", "cuda"):
+            # On the CPU fallback the pair is not set, but there it changes nothing either.
+            effects += _SEED_CUDNN_PAIR
+        return effects
+
+    return effects
+
+
 # -- Keras 3 ------------------------------------------------------------------------
 # Read: keras 3.15.1 wheel. keras/src/backend/config.py picks the backend once, when keras is first
 # imported: "tensorflow" by default (`_BACKEND = "tensorflow"`), else the "backend" of keras.json (in
@@ -849,9 +908,20 @@ HELPERS: tuple[Helper, ...] = (
         "stable-baselines3 2.9.2 wheel: stable_baselines3/common/utils.py (set_random_seed(seed, using_cuda=False): "
         "random, numpy, torch, then `if using_cuda: cudnn.deterministic = True; cudnn.benchmark = False`; "
         "never use_deterministic_algorithms). The algorithms' `seed=` calls it with using_cuda from the "
-        "device; they are not modelled",
+        "device (the entries below)",
         (("seed", None), ("using_cuda", False)),
         (Seed(("random", "numpy", "torch")), If("using_cuda", _SEED_CUDNN_PAIR)),
+    ),
+    *(
+        Helper(
+            _sb3_names(device),
+            "stable-baselines3 2.9.2 wheel: stable_baselines3/common/base_class.py, common/utils.py, "
+            "common/on_policy_algorithm.py, common/off_policy_algorithm.py and each algorithm's module; "
+            "sb3-contrib 2.9.0 wheel: each algorithm's module (`seed=` seeds random, numpy and torch through "
+            "set_random_seed, with the cuDNN pair on a CUDA device; never use_deterministic_algorithms)",
+            effects=_sb3_algorithm(device),
+        )
+        for device in ("auto", "cpu")
     ),
     # -- detectron2 (not on PyPI)
     Helper(
