@@ -623,6 +623,8 @@ def _unresolved_lines(cfg, unresolved: dict, roots: list) -> list[str]:
 
     known = LIBRARIES | {name.partition(".")[0] for name in MODELS}
     root = os.path.realpath(cfg.root)
+    # Where `roots` is set: the config read, else the table a pyproject.toml would need.
+    add = f"add that folder to `roots` in {engine.display_path(str(cfg.source))}" if cfg.source else "add that folder to `roots` under [tool.opscan] in pyproject.toml"
     lines = []
     for name, (path, loc) in sorted(unresolved.items()):
         package = name.partition(".")[0]
@@ -647,9 +649,9 @@ def _unresolved_lines(cfg, unresolved: dict, roots: list) -> list[str]:
         if "." in name:
             namespace, _, last = name.rpartition(".")
             line += f": `{namespace}` is a folder without __init__.py that holds no `{last}`"
-            line += f"; {hint} holds it; add that folder to `roots`" if hint else ""
+            line += f"; {hint} holds it; {add}" if hint else ""
         elif hint:
-            line += f": {hint} holds it; add that folder to `roots`"
+            line += f": {hint} holds it; {add}"
         lines.append(line)
     if lines:
         shown = ", ".join(engine.display_path(str(r)) for r in roots)

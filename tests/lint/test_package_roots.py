@@ -83,9 +83,16 @@ def test_verbose_lists_a_module_a_namespace_folder_lacks(tmp_path, capsys):
     assert listed == [
         (
             "opscan:   utils.seeding (imported at train.py:2): `utils` is a folder without __init__.py that holds no `seeding`;"
-            " lib holds it; add that folder to `roots`"
+            " lib holds it; add that folder to `roots` under [tool.opscan] in pyproject.toml"
         )
     ]
+    # With a config, the hint names the file that would take the folder.
+    _write(tmp_path, {"pyproject.toml": '[tool.opscan]\nselect = ["DET001"]\n'})
+    _, _, err = _lint(tmp_path, capsys, "-v", "train.py")
+    assert [line for line in err.splitlines() if line.startswith("opscan:   ")][0].endswith(
+        " lib holds it; add that folder to `roots` in pyproject.toml"
+    )
+    (tmp_path / "pyproject.toml").unlink()
     # A namespace package imported whole, or a module it holds, is no miss.
     (tmp_path / "train.py").write_text("import torch\nimport utils\nimport utils.notes\n")
     _, _, err = _lint(tmp_path, capsys, "-v", "train.py")

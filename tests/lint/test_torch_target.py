@@ -534,7 +534,7 @@ def test_a_src_layout_resolves_with_the_default_roots_and_says_what_does_not(tmp
     rc, out, err = _lint(tmp_path / "project_unresolved_layout", capsys, "-v", ".")
     assert rc == 0 and "DET001" not in out
     assert "opscan: imports that look like project modules but resolve to no file under the roots (., src) or the script's folder:" in err
-    assert "opscan:   mypkg (imported at train.py:2): lib holds it; add that folder to `roots`" in err
+    assert "opscan:   mypkg (imported at train.py:2): lib holds it; add that folder to `roots` under [tool.opscan] in pyproject.toml" in err
     _write(tmp_path / "project_unresolved_layout", {"pyproject.toml": '[tool.opscan]\nroots = ["lib"]\n'})
     rc, out, err = _lint(tmp_path / "project_unresolved_layout", capsys, "-v", ".")
     assert "train.py:4:1: DET001 [*] Seeds via `mypkg.seeding.seed_all`" in out and "resolve to no file" not in err
