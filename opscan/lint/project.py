@@ -1327,10 +1327,11 @@ class _Walker:
             name, model = target[1], target[2]
             for effect in model(what.args):
                 ops.append((_EMIT, TraceEvent(effect, path, loc, (), name)))
-            # `super().__init__(...)` is the modelled call, for the rules that ask what was called.
-            # So is a helper a star import binds (`$.set_seed`), for the rules that ask what the catalogue says of it.
-            starred = qualname[:2] == "$." and "<" not in qualname
-            ops.append((_EMIT, TraceEvent(what, path, loc, (), name if starred or SUPER_CALL in qualname else qualname)))
+            # `super().__init__(...)` is the modelled call, for the rules that ask what was called. So is a
+            # helper the project re-exports (`from common import set_seed`, `import *`), for the rules that ask
+            # what the catalogue says of it (its idiom). A `cls.name()` keeps the name as written.
+            named = name if "<" not in qualname or SUPER_CALL in qualname else qualname
+            ops.append((_EMIT, TraceEvent(what, path, loc, (), named)))
         elif kind == "function":
             # Only a classmethod's calls depend on the class it is called on (inline: this runs for every call).
             callee = self._receiver(mod, qualname, target, func, receiver) if target[2].params[:1] == ("cls",) else None
