@@ -95,6 +95,20 @@ CASES = [
         id="trainer-true-benchmark",
     ),
     case("lightning.Trainer", kwargs={"benchmark": True}, expected=[cudnn("benchmark", True)], id="trainer-benchmark"),
+    # pytorch-lightning 1.x's Trainer.from_argparse_args(args, **kwargs): the command line unknown, the keywords win
+    case(
+        "pytorch_lightning.Trainer.from_argparse_args",
+        args=(U,),
+        expected=[cudnn("benchmark", U), det(U, U), env(CUBLAS, ":4096:8")],
+        id="from-argparse-args",
+    ),
+    case(
+        "pytorch_lightning.Trainer.from_argparse_args",
+        args=(U,),
+        kwargs={"deterministic": True, "benchmark": False},
+        expected=[cudnn("benchmark", False), det(True, False), env(CUBLAS, ":4096:8")],
+        id="from-argparse-args-keywords",
+    ),
     case(
         "lightning.Trainer",
         kwargs={"deterministic": False, "benchmark": False},

@@ -436,6 +436,15 @@ def _lightning_trainer(args: CallArgs) -> list[Effect]:
     return effects
 
 
+# Trainer.from_argparse_args(args, **kwargs), pytorch-lightning 1.x's way to build a Trainer from the
+# command line (removed in 2.0), returns `cls(**trainer_kwargs)`: the Trainer parameters found in
+# vars(args), updated with kwargs, so a keyword written in the call wins (pytorch-lightning 1.9.5 wheel:
+# pytorch_lightning/utilities/argparse.py:56-66; Trainer.from_argparse_args, trainer/trainer.py:1951-1952,
+# calls it). What the parsed command line holds is unknown here, as for LightningCLI.
+def _lightning_from_argparse_args(args: CallArgs) -> list[Effect]:
+    return _lightning_trainer(CallArgs((), args.kwargs, star=True))
+
+
 # LightningCLI(model_class, datamodule_class, save_config_callback, save_config_kwargs, trainer_class,
 # trainer_defaults, seed_everything_default=True, ...): parses the command line and config, then
 #     _set_seed(): seed_everything(config seed, workers=True) unless the configured value is False
@@ -783,6 +792,16 @@ HELPERS: tuple[Helper, ...] = (
         resets=_LIGHTNING_RESETS,
     ),
     Helper(("lightning.pytorch.cli.LightningCLI", "pytorch_lightning.cli.LightningCLI"), _LIGHTNING_SOURCE, effects=_lightning_cli),
+    Helper(
+        _names(_LIGHTNING_TRAINER_MODULES, "Trainer.from_argparse_args"),
+        "pytorch-lightning 1.9.5 wheel: pytorch_lightning/utilities/argparse.py (from_argparse_args(cls, args, "
+        "**kwargs): cls(**Trainer parameters of vars(args), updated with kwargs)), trainer/trainer.py",
+        (("args", None),),
+        effects=_lightning_from_argparse_args,
+        idiom=Idiom("deterministic", "True", ("determinism", "cublas")),
+        strict=_STRICT_WARN,
+        benchmark="benchmark",
+    ),
     # -- transformers
     Helper(
         _names(_HF_MODULES, "set_seed"),
