@@ -95,6 +95,14 @@ CASES = [
         id="trainer-true-benchmark",
     ),
     case("lightning.Trainer", kwargs={"benchmark": True}, expected=[cudnn("benchmark", True)], id="trainer-benchmark"),
+    # sentence-transformers' trainers are transformers' Trainer: args=None seeds 42, their arguments classes are read
+    case("sentence_transformers.SentenceTransformerTrainer", expected=[seed("random", "numpy", "torch", "torch-cuda")], id="st-trainer-no-args"),
+    case(
+        "sentence_transformers.cross_encoder.trainer.CrossEncoderTrainer",
+        args=(U, Built("sentence_transformers.CrossEncoderTrainingArguments", CallArgs((), (("seed", 3),)), LOC)),
+        expected=[seed("random", "numpy", "torch", "torch-cuda")],
+        id="st-trainer-args",
+    ),
     # pytorch-lightning 1.x's Trainer.from_argparse_args(args, **kwargs): the command line unknown, the keywords win
     case(
         "pytorch_lightning.Trainer.from_argparse_args",
@@ -695,6 +703,11 @@ REQUIRED_KEYS = [
     "keras.utils.set_random_seed",
     "fastai.torch_core.set_seed",
     "transformers.TrainingArguments",
+    "sentence_transformers.SentenceTransformerTrainer",
+    "sentence_transformers.trainer.SentenceTransformerTrainer",
+    "sentence_transformers.sparse_encoder.SparseEncoderTrainer",
+    "sentence_transformers.SentenceTransformerTrainingArguments",
+    "sentence_transformers.training_args.SentenceTransformerTrainingArguments",
 ]
 
 
@@ -817,6 +830,7 @@ def test_there_is_a_fixture_per_helper_family():
         "lightning_fabric",
         "keras",
         "fastai",
+        "st_trainer",
     ):
         assert family in names
 

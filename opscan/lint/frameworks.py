@@ -493,7 +493,7 @@ def _hf_trainer(args: CallArgs) -> list[Effect]:
     if settings is None:
         return [Seed(_HF_SEED_LIBS)]
     full, seed = UNKNOWN, UNKNOWN
-    if isinstance(settings, Built) and settings.qualname in _TRAINING_ARGUMENTS:
+    if isinstance(settings, Built) and settings.qualname in SETTINGS_CLASSES:
         full = truth(settings.args.get("full_determinism", None, False))
         seed = settings.args.get("seed", None, 42)  # TrainingArguments.seed defaults to 42
     if full is UNKNOWN:
@@ -510,6 +510,43 @@ def _hf_trainer(args: CallArgs) -> list[Effect]:
         return _HF_ENABLE_FULL_DETERMINISM.model(CallArgs(kwargs=(("seed", seed),)))
     return [] if seed is None else [Seed(_HF_SEED_LIBS)]  # set_seed(None) raises
 
+
+# -- sentence-transformers -----------------------------------------------------------
+# Read: sentence-transformers 6.3.0 sdist, sentence_transformers/base/trainer.py: BaseTrainer(Trainer)
+#   .__init__(model=None, args=None, ...) replaces args=None by `self.training_args_class(output_dir=...)`
+#   (:194-197) and calls transformers' Trainer.__init__ with it (:280), which seeds (set_seed(args.seed),
+#   or enable_full_determinism with args.full_determinism: the transformers entry below); its
+#   SentenceTransformerTrainer, CrossEncoderTrainer, SparseEncoderTrainer and MultiVectorEncoderTrainer
+#   (each in <kind>/trainer.py, exported by <kind>/__init__.py and the package) keep that __init__, and
+#   base/training_args.py's BaseTrainingArguments(TrainingArguments) keeps `seed` and `full_determinism`.
+#   sentence-transformers 5.1.2 wheel: trainer.py's SentenceTransformerTrainer(Trainer) does the same
+#   (:156-159, super().__init__(**super_kwargs) at :266), training_args.py its arguments; the cross- and
+#   sparse-encoder classes subclass them.
+_ST_KINDS = (
+    ("sentence_transformer", "SentenceTransformer"),
+    ("cross_encoder", "CrossEncoder"),
+    ("sparse_encoder", "SparseEncoder"),
+    ("multi_vector_encoder", "MultiVectorEncoder"),
+)
+_ST_TRAINERS = tuple(
+    name
+    for module, kind in _ST_KINDS
+    for name in (
+        f"sentence_transformers.{kind}Trainer",
+        f"sentence_transformers.{module}.{kind}Trainer",
+        f"sentence_transformers.{module}.trainer.{kind}Trainer",
+    )
+) + ("sentence_transformers.trainer.SentenceTransformerTrainer",)  # 3.x to 5.x
+_ST_TRAINING_ARGUMENTS = tuple(
+    name
+    for module, kind in _ST_KINDS
+    for name in (
+        f"sentence_transformers.{kind}TrainingArguments",
+        f"sentence_transformers.{module}.{kind}TrainingArguments",
+        f"sentence_transformers.{module}.training_args.{kind}TrainingArguments",
+    )
+) + ("sentence_transformers.training_args.SentenceTransformerTrainingArguments",)
+_ST_SOURCE = "sentence-transformers 6.3.0 sdist: sentence_transformers/base/trainer.py, base/training_args.py; 5.1.2 wheel: trainer.py, training_args.py"
 
 _TRAINING_ARGUMENTS = frozenset(
     {
@@ -826,6 +863,14 @@ HELPERS: tuple[Helper, ...] = (
     ),
     # Settings only: read through `Built` by the Trainer's model (SETTINGS_CLASSES).
     Helper(tuple(sorted(_TRAINING_ARGUMENTS)), _HF_SOURCE + " (TrainingArguments.full_determinism, default False)"),
+    # -- sentence-transformers: transformers' Trainer, with its own arguments classes
+    Helper(
+        _ST_TRAINERS,
+        _ST_SOURCE + " (each Trainer's __init__ is transformers' Trainer.__init__ with args defaulted)",
+        effects=_hf_trainer,
+        idiom=Idiom("full_determinism", "True", ("determinism", "cublas"), via=("args", 1), since=("transformers", "4.19.0")),
+    ),
+    Helper(_ST_TRAINING_ARGUMENTS, _ST_SOURCE + " (TrainingArguments subclasses: full_determinism, default False)"),
     # -- accelerate
     Helper(
         ("accelerate.utils.set_seed", "accelerate.utils.random.set_seed"),
@@ -1060,5 +1105,5 @@ rules look for such a call only in a run that imports one."""
 MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {name: helper.model for name, helper in BY_NAME.items()}
 """Every catalogue name -> the function of a call's literal arguments that returns its effects."""
 
-SETTINGS_CLASSES = _TRAINING_ARGUMENTS
+SETTINGS_CLASSES = _TRAINING_ARGUMENTS | frozenset(_ST_TRAINING_ARGUMENTS)
 """Settings objects the facts pass follows from where they are built to the call that gets them (`Built`)."""
