@@ -643,7 +643,7 @@ def _unresolved_lines(cfg, unresolved: dict, roots: list) -> list[str]:
             continue  # a dependency the project declares (requirements, pyproject, a lock; `pyserial` for serial): a library not installed here
         if _only_optional(path, name):
             continue  # `try: import apex` / `except ImportError:`: the file expects it may be missing
-        hint = _folder_holding(cfg, name)
+        hint = _folder_holding(cfg, name, path)
         where = f"{engine.display_path(path)}:{loc.line}"
         line = f"  {name} (imported at {where})"
         if "." in name:
@@ -715,16 +715,18 @@ def _inside(folders, root: str) -> bool:
     return all(os.path.realpath(f) == root or os.path.realpath(f).startswith(root.rstrip(os.sep) + os.sep) for f in folders or ())
 
 
-def _folder_holding(cfg, package: str, depth: int = 3) -> str | None:
+def _folder_holding(cfg, package: str, importer: str, depth: int = 3) -> str | None:
     """A folder below the root, up to `depth` levels down, that holds `package/` or `package.py`
-    (`a/b/` or `a/b.py` for "a.b")."""
+    (`a/b/` or `a/b.py` for "a.b"), other than the importing file `importer` itself (a module named
+    after the library it wraps, `callbacks/torch_ort.py` importing `torch_ort`)."""
     from opscan._path import Path
 
     rel = package.replace(".", "/")
+    itself = os.path.realpath(importer)
     pending = [(Path(cfg.root), 0)]
     while pending:
         folder, level = pending.pop(0)
-        if level and ((folder / rel).is_dir() or (folder / f"{rel}.py").is_file()):
+        if level and ((folder / rel).is_dir() or ((folder / f"{rel}.py").is_file() and os.path.realpath(folder / f"{rel}.py") != itself)):
             from opscan.lint import engine
 
             return engine.display_path(str(folder))

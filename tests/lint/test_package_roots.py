@@ -251,3 +251,25 @@ def test_the_working_directory_stays_a_root_before_the_projects(tmp_path, capsys
     _write(proj, {"mylib/__init__.py": "", "mylib/utils.py": "def seed_all(seed):\n    return seed\n"})
     assert _findings(_lint(tmp_path, capsys, "proj")[1]) == expected
     assert _findings(_lint(proj, capsys, ".")[1]) == []  # from the project's own folder, its own mylib
+
+
+def test_verbose_gives_no_hint_to_a_module_named_after_the_library_it_imports(tmp_path, capsys):
+    # lightning-bolts' callbacks/torch_ort.py imports the torch_ort package: adding its folder to the
+    # roots would make the import find the file itself.
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/callbacks/__init__.py": "",
+        "pkg/callbacks/torch_ort.py": "import torch_ort\n",
+        "train.py": "import torch\n\nimport pkg.callbacks.torch_ort\n\ntorch.manual_seed(0)\n",
+    })  # fmt: skip
+    _, _, err = _lint(tmp_path, capsys, "-v", "train.py")
+    listed = [line for line in err.splitlines() if line.startswith("opscan:   ")]
+    assert listed == ["opscan:   torch_ort (imported at pkg/callbacks/torch_ort.py:1)"]
+    # Another file of that name elsewhere is still offered.
+    _write(tmp_path, {"vendor/torch_ort.py": ""})
+    _, _, err = _lint(tmp_path, capsys, "-v", "train.py")
+    listed = [line for line in err.splitlines() if line.startswith("opscan:   ")]
+    assert listed == [
+        "opscan:   torch_ort (imported at pkg/callbacks/torch_ort.py:1): vendor holds it;"
+        " add that folder to `roots` under [tool.opscan] in pyproject.toml"
+    ]
