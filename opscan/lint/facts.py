@@ -168,9 +168,10 @@ GRAD_OFF_FACTORY = 2  # returns such a decorator: yolov5's `smart_inference_mode
 
 class ParamIf(Frozen):
     """An `if` of a function whose test reads one of its parameters alone (`if deterministic:`, `if not
-    deterministic:`, `if deterministic is True`, `== False`, ...): a call that passes it a literal runs
-    one branch only (the linker leaves out the other's events). A default is not read: a call that
-    leaves it may still be one of several the function serves, as in code that seeds in each branch.
+    deterministic:`, `if deterministic is True`, `== False`, `if seed is not None:`, `== None`, ...): a call
+    that passes it a literal runs one branch only (the linker leaves out the other's events). A default
+    is not read: a call that leaves it may still be one of several the function serves, as in code that
+    seeds in each branch.
 
     `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
     call passes the parameter by position (None: keyword-only); in a method (`method`), where a call
@@ -187,7 +188,7 @@ class ParamIf(Frozen):
         self.param = param
         self.pos = pos
         self.test = test  # "truth", "not", "is", "is not", "==", "!=": how the test reads the value
-        self.const = const  # what "is" and "==" compare with
+        self.const = const  # what "is" and "==" compare with: True, False or None
         self.method = method
         self.start = start
         self.mid = mid
@@ -202,14 +203,14 @@ class ParamIf(Frozen):
             return truth(value)
         if test == "not":
             return not value
-        if test == "is" or test == "is not":  # const is True or False: the same object where equal and a bool
+        if test == "is" or test == "is not":  # const is True, False or None: the same object where equal and of its class
             same = value.__class__ is self.const.__class__ and value == self.const
             return same if test == "is" else not same
         return (value == self.const) if test == "==" else (value != self.const)
 
 
 _GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
-_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True or False
+_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True, False or None
 _SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that pass a call's arguments on unchanged
 
 
@@ -1627,7 +1628,8 @@ class _FactsBuilder:
             name, kind = test.operand.id, "not"
         elif (
             cls is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name
-            and test.comparators[0].__class__ is ast.Constant and test.comparators[0].value.__class__ is bool
+            and test.comparators[0].__class__ is ast.Constant
+            and (test.comparators[0].value.__class__ is bool or test.comparators[0].value is None)
             and test.ops[0].__class__ in _GUARD_COMPARE
         ):  # fmt: skip
             name, kind, const = test.left.id, _GUARD_COMPARE[test.ops[0].__class__], test.comparators[0].value

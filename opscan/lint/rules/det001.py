@@ -19,10 +19,11 @@ script defines itself is pointed into, where its seeding is). An explicit
 
 Code behind a condition counts as turning determinism on, except where a
 project function tests one of its parameters alone (`if deterministic:`,
-`if not deterministic:`, `if deterministic is True`, `== False`, ...) and the
-call passes it a literal, by keyword or by position: `set_seed(0,
-deterministic=False)` does not run that branch (and `True` does not run its
-`else`). A parameter the function binds again, a decorated function, a
+`if not deterministic:`, `if deterministic is True`, `== False`, `if seed is
+not None:`, `== None`, ...) and the call passes it a literal, by keyword or by
+position: `set_seed(0, deterministic=False)` does not run that branch (and
+`True` does not run its `else`), nor does `setup(None)` run `if seed is not
+None:`. A parameter the function binds again, a decorated function, a
 computed argument, the parameter's default, or a method's positional argument
 outside a call of its class (through an instance or the class, lint does not
 tell) leaves the branch counting.
