@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 25  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: sentence-transformers' TrainingArguments classes are settings objects (Built)
+FACTS_VERSION = 26  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -168,26 +168,32 @@ GRAD_OFF_FACTORY = 2  # returns such a decorator: yolov5's `smart_inference_mode
 
 class ParamIf(Frozen):
     """An `if` of a function whose test reads one of its parameters alone (`if deterministic:`, `if not
-    deterministic:`, `if deterministic is True`, `== False`, ...): a call that passes it a literal runs
-    one branch only (the linker leaves out the other's events). A default is not read: a call that
-    leaves it may still be one of several the function serves, as in code that seeds in each branch.
+    deterministic:`, `if seed is not None:`, `is True`, `== None`, ...): a call that binds it a literal,
+    passed or its literal default, runs one branch only (the linker leaves out the other's events).
 
     `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
     call passes the parameter by position (None: keyword-only); in a method (`method`), where a call
     through an instance does (`self` not counted), which only a call of the class is sure to be.
+    `keyword`: a call may pass it by keyword (False: positional-only). `default`: its default where that
+    is a literal, else UNKNOWN (none, or an expression such as `SEED` or `os.environ.get(...)`).
     Only a parameter the function never binds again, in a function with no decorator (which may call
     it with other arguments) other than staticmethod and classmethod, has one.
     """
 
-    _fields = ("param", "pos", "test", "const", "method", "start", "mid", "end")
+    _fields = ("param", "pos", "keyword", "default", "test", "const", "method", "start", "mid", "end")
     __slots__ = _fields
     __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
-    def __init__(self, param: str, pos: int | None, test: str, const: Any, method: bool, start: int, mid: int, end: int):
+    def __init__(
+        self, param: str, pos: int | None, keyword: bool, default: Any, test: str, const: Any, method: bool,
+        start: int, mid: int, end: int,
+    ):  # fmt: skip
         self.param = param
         self.pos = pos
+        self.keyword = keyword
+        self.default = default
         self.test = test  # "truth", "not", "is", "is not", "==", "!=": how the test reads the value
-        self.const = const  # what "is" and "==" compare with
+        self.const = const  # what "is" and "==" compare with: True, False or None
         self.method = method
         self.start = start
         self.mid = mid
@@ -202,14 +208,14 @@ class ParamIf(Frozen):
             return truth(value)
         if test == "not":
             return not value
-        if test == "is" or test == "is not":  # const is True or False: the same object where equal and a bool
+        if test == "is" or test == "is not":  # const is True, False or None: the same object where equal and of its class
             same = value.__class__ is self.const.__class__ and value == self.const
             return same if test == "is" else not same
         return (value == self.const) if test == "==" else (value != self.const)
 
 
 _GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
-_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True or False
+_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True, False or None
 _SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that pass a call's arguments on unchanged
 
 
@@ -1627,7 +1633,8 @@ class _FactsBuilder:
             name, kind = test.operand.id, "not"
         elif (
             cls is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name
-            and test.comparators[0].__class__ is ast.Constant and test.comparators[0].value.__class__ is bool
+            and test.comparators[0].__class__ is ast.Constant
+            and (test.comparators[0].value.__class__ is bool or test.comparators[0].value is None)
             and test.ops[0].__class__ in _GUARD_COMPARE
         ):  # fmt: skip
             name, kind, const = test.left.id, _GUARD_COMPARE[test.ops[0].__class__], test.comparators[0].value
@@ -1635,14 +1642,31 @@ class _FactsBuilder:
             return
         if name not in guarded[2]:
             return  # a local variable, the commonest case
-        a = scope.node.args
-        pos = next((i for i, p in enumerate(a.posonlyargs + a.args) if p.arg == name), None)
-        if pos is None and not any(p.arg == name for p in a.kwonlyargs):
-            return  # *args or **kwargs: no literal
+        node = scope.node
+        a = node.args
+        positional = a.posonlyargs + a.args
+        pos = next((i for i, p in enumerate(positional) if p.arg == name), None)
+        if pos is not None:
+            # Defaults fill the last positional parameters, and one before the `/` takes no keyword (the
+            # reference's "Function definitions", https://docs.python.org/3/reference/compound_stmts.html#function-definitions).
+            at = pos - (len(positional) - len(a.defaults))
+            default = literal(a.defaults[at]) if at >= 0 else UNKNOWN
+            keyword = pos >= len(a.posonlyargs)
+        else:
+            at = next((i for i, p in enumerate(a.kwonlyargs) if p.arg == name), None)
+            if at is None:
+                return  # *args or **kwargs: no literal
+            default = a.kw_defaults[at]  # None: a keyword-only parameter with no default
+            default = UNKNOWN if default is None else literal(default)
+            keyword = True
         method = scope.class_name is not None
-        if method and pos is not None:
-            pos = pos - 1 if pos else None  # as a call through an instance passes it; `self` is never passed so
-        guarded[1].append(ParamIf(name, pos, kind, const, method, start, mid, end))
+        if method and any(d.id == "staticmethod" for d in node.decorator_list):  # all Names: see _walk_function
+            method = False  # no receiver: a call passes its arguments as they are, through the class or an instance
+        elif method and pos is not None:
+            if not pos:
+                return  # `self` (`cls`): the receiver, never an argument
+            pos -= 1  # as a call through an instance passes it; `self` is never passed so
+        guarded[1].append(ParamIf(name, pos, keyword, default, kind, const, method, start, mid, end))
 
     def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
         """Those of a function's guards whose parameter its body never binds again: as its statements bind

@@ -29,7 +29,7 @@ from opscan.lint.stars import UNREADABLE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
-    from typing import Callable
+    from typing import Any, Callable
 
     from opscan.lint.facts import ParamIf
     from opscan.lint.model import Effect
@@ -946,27 +946,36 @@ def _load_key(path: Path, name: str, real: str) -> tuple[str, str]:
 
 def _skipped(guards: tuple[ParamIf, ...], args: CallArgs, bound: bool) -> tuple[tuple[int, int], ...]:
     """The spans of a function's events that a call with `args` does not run: the branch of each guard
-    (facts.ParamIf) that its literal argument does not take.
-
-    As the catalogue reads its helpers' `If`s (frameworks.Helper.model): by keyword, else by position; a
-    parameter not passed is undecided here. A method's positions are sure only for a call of its class
-    (`bound`): a call of the method itself may be through the instance or the class.
-    """
+    (facts.ParamIf) that the literal its parameter is bound to does not take (see _bound_value)."""
     out = []
     for guard in guards:
-        pos = guard.pos
-        if guard.method and not bound:
-            if pos is not None and len(args.args) > pos and not args.passed(guard.param):
-                continue  # it may be passed by position, at either place
-            pos = None
-        value = args.get(guard.param, pos, UNKNOWN)
-        runs = guard.runs(value)
+        runs = guard.runs(_bound_value(guard, args, bound))
         if runs is UNKNOWN:
             continue
         start, end = (guard.mid, guard.end) if runs else (guard.start, guard.mid)
         if start < end:
             out.append((start, end))
     return tuple(out)
+
+
+def _bound_value(guard: ParamIf, args: CallArgs, bound: bool) -> Any:
+    """What a call with `args` binds a guard's parameter to, as Python binds a call's arguments (the
+    reference's "Calls", https://docs.python.org/3/reference/expressions.html#calls): the keyword of its
+    name (none for a positional-only one), else the positional argument at its place, else its default.
+    UNKNOWN where a `*args` or `**kwargs` of the call may hold it, or the default is no literal.
+
+    A method's positions are sure only for a call of its class (`bound`): a call of the method itself
+    may be through an instance or through the class, one place later. Where neither place is reached,
+    neither call passes it by position.
+    """
+    if guard.keyword:
+        for key, value in args.kwargs:
+            if key == guard.param:
+                return value
+    pos = guard.pos
+    if pos is not None and pos < len(args.args):
+        return UNKNOWN if guard.method and not bound else args.args[pos]
+    return UNKNOWN if args.star else guard.default
 
 
 # The ops a _Record holds, in order.

@@ -17,15 +17,19 @@ a helper of another module, at the script's call of that helper (a helper the
 script defines itself is pointed into, where its seeding is). An explicit
 `torch.use_deterministic_algorithms(False)` is a deliberate choice and is not flagged.
 
-Code behind a condition counts as turning determinism on, except where a
-project function tests one of its parameters alone (`if deterministic:`,
-`if not deterministic:`, `if deterministic is True`, `== False`, ...) and the
-call passes it a literal, by keyword or by position: `set_seed(0,
-deterministic=False)` does not run that branch (and `True` does not run its
-`else`). A parameter the function binds again, a decorated function, a
-computed argument, the parameter's default, or a method's positional argument
-outside a call of its class (through an instance or the class, lint does not
-tell) leaves the branch counting.
+Code behind a condition counts as running (enabling determinism, or seeding),
+except where a project function tests one of its parameters alone (`if
+deterministic:`, `if not deterministic:`, `if seed is not None:`, `if
+deterministic is True`, `== None`, ...) and the call binds it a literal: passed
+by keyword or by position, or, where the call does not pass it, the parameter's
+own literal default (`None`, `True`, `0`, a string), as Python binds a call.
+`set_seed(0, deterministic=False)` does not run that branch (and `True` does
+not run its `else`), and `setup()` of a `def setup(seed=None)` does not run its
+`if seed is not None:` seeding. A parameter the function binds again, a
+decorated function, a computed argument, a default that is no literal
+(`seed=SEED`), a call with `*args` or `**kwargs`, or a method's positional
+argument outside a call of its class (through an instance or the class, lint
+does not tell) leaves the branch counting.
 
 A helper can also turn determinism off without being asked: Lightning 1.5 to
 1.9 (`pytorch-lightning`, and the `lightning` distribution's 1.8 and 1.9) call

@@ -11,7 +11,7 @@ A script that reads the variable is taken to handle it itself.
 It points at the `use_deterministic_algorithms` call (or the helper call that
 enables it); otherwise at the first seeding call. Code behind a condition
 (`if args.deterministic: ...`) counts as enabling, so it still needs the variable,
-unless a literal argument decides it (`set_seed(0, deterministic=False)`, see DET001).
+unless a literal argument or default decides it (`set_seed(0, deterministic=False)`, see DET001).
 Functions and methods the module defines but never calls itself may be entry
 points for other code: when such code would enable determinism (or set the
 variable), the rule stays silent here; the script that calls it is checked.
