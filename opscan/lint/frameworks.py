@@ -866,7 +866,8 @@ HELPERS: tuple[Helper, ...] = (
     # -- sentence-transformers: transformers' Trainer, with its own arguments classes
     Helper(
         _ST_TRAINERS,
-        _ST_SOURCE + " (each Trainer's __init__ is transformers' Trainer.__init__ with args defaulted)",
+        _ST_SOURCE + " (each Trainer's __init__ is transformers' Trainer.__init__ with args defaulted); "
+        "transformers 4.18.0 and 4.19.0 wheels: training_args.py (full_determinism from 4.19.0, as for its Trainer)",
         effects=_hf_trainer,
         idiom=Idiom("full_determinism", "True", ("determinism", "cublas"), via=("args", 1), since=("transformers", "4.19.0")),
     ),

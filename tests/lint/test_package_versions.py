@@ -78,7 +78,7 @@ def test_lightning_1_5_to_1_9_turn_determinism_off_and_say_where_that_was_read()
 
 def test_every_idiom_with_a_bound_cites_the_wheels_it_was_read_in():
     bounded = {h.names[0]: h for h in HELPERS if h.idiom is not None and h.idiom.since is not None}
-    assert set(bounded) == {"accelerate.utils.set_seed", "transformers.Trainer"}
+    assert set(bounded) == {"accelerate.utils.set_seed", "transformers.Trainer", "sentence_transformers.SentenceTransformerTrainer"}
     for entry in bounded.values():
         package, version = entry.idiom.since
         assert package in IDIOM_PACKAGES  # tests/conftest.py keeps the installed one out of the suite
@@ -86,6 +86,7 @@ def test_every_idiom_with_a_bound_cites_the_wheels_it_was_read_in():
     assert bounded["accelerate.utils.set_seed"].idiom.since == ("accelerate", "0.29.0")
     assert "accelerate 0.28.0 wheel, accelerate/utils/random.py" in bounded["accelerate.utils.set_seed"].source
     assert bounded["transformers.Trainer"].idiom.since == ("transformers", "4.19.0")
+    assert bounded["sentence_transformers.SentenceTransformerTrainer"].idiom.since == ("transformers", "4.19.0")
 
 
 def test_the_suite_reads_no_installed_framework():
