@@ -49,7 +49,7 @@ class ConsoleScript(Frozen):
 
 def parse_value(name: object, value: object, kind: str = "console") -> ConsoleScript | None:
     """A script's `module:attr [extras]`, as the entry-points spec reads it; None for anything else."""
-    if not isinstance(name, str) or not isinstance(value, str):
+    if not isinstance(name, str) or not name.strip() or not isinstance(value, str):
         return None
     value = value.strip()
     if value.endswith("]"):  # `[extras]`: which extras to install, nothing for the run

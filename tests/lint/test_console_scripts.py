@@ -29,6 +29,10 @@ def test_a_value_pip_writes_no_script_for_is_passed_over(value):
     assert parse_value("mytrain", value) is None
 
 
+def test_a_script_without_a_name_is_passed_over():
+    assert parse_value("  ", "mypkg.train:main") is None  # setup.cfg's `= mypkg.train:main`
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [
