@@ -155,16 +155,19 @@ def linked_scripts(targets: TorchTargets, files: list[Path]) -> dict[str, tuple[
     The project is the one around the file (TorchTargets.project_root); its module is looked for under
     that project's root and its `src`, as `mypkg/train.py` or `mypkg/train/__init__.py`. A script whose
     module lies elsewhere (another project's, an installed package's) is no entry here."""
+    by_folder: dict[str, list[Path]] = {}
+    for path in files:  # asked once a folder: a tree's files are many to a folder (torch's, 2,352 in 324)
+        by_folder.setdefault(os.path.dirname(path), []).append(path)
     by_root: dict[str, dict[str, tuple[ConsoleScript, ...]]] = {}
     out: dict[str, tuple[ConsoleScript, ...]] = {}
-    for path in files:
-        root = targets.project_root(path)
+    for held in by_folder.values():
+        root = targets.project_root(held[0])
         if root is None:
             continue
         modules = by_root.get(root)
         if modules is None:
             modules = by_root[root] = _modules_of(root, declared(root, targets.read))
-        if modules:
+        for path in held if modules else ():
             real = os.path.realpath(path)
             if real in modules:
                 out[real] = modules[real]
