@@ -347,6 +347,13 @@ def process_text(ctx: Context, path: str) -> str:
     return f" in the fresh process `{started.callee}` starts ({at}), a new interpreter that inherits the parent's environment variables but not its determinism flags or seeds"
 
 
+def script_text(ctx: Context) -> str:
+    """' when run as the `mytrain` console script' where the run is that script (or GUI script) of the
+    project's packaging (a module without a `__main__` block, see opscan.lint.scripts); '' otherwise."""
+    script = ctx.trace.script
+    return f" when run as the `{script.name}` {script.kind} script" if script is not None else ""
+
+
 def via_text(event: TraceEvent) -> str:
     """' via `pkg.helper`' when the event happened inside a project helper."""
     return f" via `{event.helper}`" if event.helper else ""

@@ -17,14 +17,16 @@ from opscan.config import Config, resolve
 from opscan.findings import Finding, Report
 from opscan.lint.context import Context
 from opscan.lint.facts import ModuleFacts, extract
-from opscan.lint.model import Loc
+from opscan.lint.model import Guard, Loc
 from opscan.lint.project import Project
 from opscan.lint.rules import CHECKS, det000
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opscan.lint import cache as facts_cache
+    from opscan.lint.project import EntryTrace, Module
     from opscan.lint.relevance import CallFilter
+    from opscan.lint.scripts import ConsoleScript
     from opscan.lint.target import TorchTargets
     from opscan.versions import TorchRange
 
@@ -170,6 +172,8 @@ class _EntryLinter:
         # The entries whose run hit a safety net of the linker (see limit_warnings), as given.
         self.too_deep: set[str] = set()
         self.too_long: set[str] = set()
+        # By entry (resolved): the console scripts of its project that run it (opscan.lint.scripts).
+        self.scripts: dict[str, tuple[ConsoleScript, ...]] = {}
 
     def deps(self) -> set[str]:
         """The files read and the folders looked in, here and in worker processes."""
@@ -188,10 +192,10 @@ class _EntryLinter:
             loc = facts.error_loc or Loc(1, 1, 1, 1)
             raw = [Finding(det000.RULE.code, f"Could not analyse file: {facts.error}", module.path, loc.line, loc.col, loc.end_line, loc.end_col)]
         else:
-            trace = self.project.trace(module)
             raw = []
             # The script's own run, then each fresh process it starts (mp.spawn's workers), in its own state.
-            for run in (trace, *trace.processes()):
+            runs = [run for trace in self._traces(module) for run in (trace, *trace.processes())]
+            for run in runs:
                 if run.deep:
                     self.too_deep.add(str(path))
                 if run.truncated:
@@ -207,6 +211,20 @@ class _EntryLinter:
                         rule.check(ctx)
                 raw += ctx.findings
         return [self._final(f) for f in raw if self._kept(f)]
+
+    def _traces(self, module: Module) -> list[EntryTrace]:
+        """The runs of an entry: as `python FILE`; without a `__main__` block, as each console script of
+        its project that names a function of it (once per function), where it has any."""
+        scripts = self.scripts.get(module.path)
+        if scripts and not any(ev.what.__class__ is Guard for ev in module.facts.body):
+            by_function = {}
+            for script in scripts:  # two names for one function (`train`, `mytrain`) are one run
+                by_function.setdefault(script.attr, script)
+            traces = [self.project.trace(module, script) for script in by_function.values()]
+            traces = [t for t in traces if t is not None]
+            if traces:
+                return traces
+        return [self.project.trace(module)]
 
     def _versions(self, path: Path):
         """What Context.versions gives for the entry `path`: its project's versions of a package."""
@@ -776,6 +794,10 @@ def _run(paths, cfg, torch_version, targets, use_cache, force_exclude, overlay, 
     linter = _EntryLinter(cfg, torch, files, cache, overlay, CallFilter.for_lint(), targets, import_roots(cfg, targets, files))
     linter.unresolved = unresolved
     linter.progress = progress
+    if files:
+        from opscan.lint.scripts import linked_scripts
+
+        linter.scripts = linked_scripts(targets, files)
     per_file = None
     workers = min(_workers(), len(files) // 2 or 1)
     try:

@@ -4,7 +4,10 @@ An entry point is a linted file run as a script: its top level, its
 `if __name__ == "__main__":` block and, transitively, the project functions and
 methods those call, including ones imported from the project's other modules,
 and the top level of each project module it imports (once, when the import
-runs, without that module's `__main__` block). Calls of modelled APIs (torch,
+runs, without that module's `__main__` block). A file without such a block
+that the project's packaging declares a console script of (`mytrain =
+"mypkg.train:main"`, opscan.lint.scripts) runs as that script runs it: its
+top level as an import, then the function. Calls of modelled APIs (torch,
 numpy, random, os, and the framework helpers) become effects at the call site.
 The result is an ordered trace of events, each remembering the chain of call
 sites that led to it from the entry.
@@ -33,6 +36,7 @@ if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings h
 
     from opscan.lint.facts import ParamIf
     from opscan.lint.model import Effect
+    from opscan.lint.scripts import ConsoleScript
 
 MAX_DEPTH = 40
 MAX_EVENTS = 50_000
@@ -138,15 +142,19 @@ class EntryTrace(Plain):
 
     _fields = ("entry", "events", "reachable_calls", "truncated", "libraries")
     __slots__ = (
-        "entry", "effects", "truncated", "deep", "started", "_root", "_walker", "_events", "_reachable", "_uncalled",
-        "_libraries", "_processes", "_others",
+        "entry", "effects", "truncated", "deep", "started", "script", "_root", "_walker", "_events", "_reachable",
+        "_uncalled", "_libraries", "_processes", "_others",
     )  # fmt: skip
 
-    def __init__(self, entry: Module, root: _Record | None = None, walker: _Walker | None = None, started: Frame | None = None):
+    def __init__(
+        self, entry: Module, root: _Record | None = None, walker: _Walker | None = None, started: Frame | None = None,
+        script: ConsoleScript | None = None,
+    ):  # fmt: skip
         # The module whose code the run starts in: the script, or for a fresh process the module that
         # defines the function it runs (what an anchor is found in, and a fix of the process goes into).
         self.entry = entry
         self.started = started  # for a fresh process (see processes): the call that started it, `callee` the starter
+        self.script = script  # the console script whose run this is (Project.trace); None for a run as `python FILE`
         self._processes: list[EntryTrace] | None = None
         # The functions the other processes of the run walk (see processes): None for the script's own run,
         # whose are its processes'.
@@ -916,13 +924,17 @@ class Project:
 
     # -- traces ---------------------------------------------------------------
 
-    def trace(self, entry: Module) -> EntryTrace:
-        """The ordered events of running `entry` as a script, through project calls."""
+    def trace(self, entry: Module, script: ConsoleScript | None = None) -> EntryTrace | None:
+        """The ordered events of running `entry` as a script, through project calls; with `script`, of
+        running that console script of the module: its top level, imported, then a call of the function
+        it names. None where `script` names no function `entry` defines (a re-export, a class)."""
         # Folders as strings: a search path is hashed and compared for every name it resolves.
         search = self._search_for(os.path.dirname(entry.path))  # entry.path is resolved
         walker = _Walker(self, search, entry)
-        root = walker.run(entry)
-        return EntryTrace(entry, root, walker)
+        if script is None:
+            return EntryTrace(entry, walker.run(entry), walker)
+        root = walker.run_script(entry, script)
+        return EntryTrace(entry, root, walker, script=script) if root is not None else None
 
 
 
@@ -1220,6 +1232,22 @@ class _Walker:
         # program serves both (on a package's tree most entries are imported too, and compiled twice).
         memo = ("main", entry.path, entry.name) if any(ev.what.__class__ is Guard for ev in body) else (_LOAD, entry.path, entry.name)
         self.walk(self.program(memo, entry, body, False))
+        return self.rec
+
+    def run_script(self, entry: Module, script: ConsoleScript) -> _Record | None:
+        """As pip's script for `script` runs `entry`: `from module import attr`, then `attr()`; None where
+        `attr` is no function of `entry` (the findings of one defined elsewhere would point outside it)."""
+        target = self.project.resolve(f"{THIS}.{script.attr}", entry, self.search)
+        if target is None or target[0] != "function" or target[1].path != entry.path:
+            return None
+        func = target[2]
+        # Its events are the entry's own, at the function's definition: findings point where they would
+        # under `if __name__ == "__main__": main()`, into the function's body and the calls it makes.
+        start = Frame(entry.path, func.loc, f"{script.module}.{func.qualname}")
+        self.load(((entry, start, self.module_bit(entry.path), (_LOAD, entry.path, entry.name)),))
+        key = (entry.path, func.qualname)
+        memo = (_ENTER, entry.path, entry.name, func.qualname)
+        self.enter((_ENTER, key, entry, func, start, False, self.function_bit(key), memo, None, func.events))
         return self.rec
 
     # -- programs ----------------------------------------------------------------

@@ -481,48 +481,18 @@ class _Reader:
         text = self._text(file)
         if text is None or not self._names(text):
             return []
-        import ast
-        import warnings
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text, filename=str(file))
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {getattr(exc, 'msg', None) or exc}")
+        tree = parse_setup_py(text, file)
+        if isinstance(tree, str):
+            self._warn(f"{_shown(file)}: not read for the {self.name} requirement: {tree}")
             return []
-        # Module-level names bound once to a literal: `REQUIRES = [...]; setup(install_requires=REQUIRES)`.
-        bound: dict[str, list] = {}
-        for stmt in tree.body:
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                bound.setdefault(stmt.targets[0].id, []).append(stmt.value)
-
-        def value_of(node):
-            if isinstance(node, ast.Name) and len(bound.get(node.id, ())) == 1:
-                node = bound[node.id][0]
-            try:
-                return ast.literal_eval(node)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                return None
-
         out: list[Declaration] = []
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            if name != "setup":
-                continue
-            for kw in node.keywords:
-                if kw.arg == "install_requires":
-                    value = value_of(kw.value)
-                    out += self._pip_list(file, "setup(install_requires=...)", list(value) if isinstance(value, (list, tuple)) else None)
-                elif kw.arg == "extras_require":
-                    value = value_of(kw.value)
-                    if isinstance(value, dict):
-                        for extra, items in value.items():
-                            items = [items] if isinstance(items, str) else items
-                            out += self._pip_list(file, f"setup(extras_require={{{extra!r}: ...}})", list(items) if isinstance(items, (list, tuple)) else None)
+        for arg, value in setup_keywords(tree, ("install_requires", "extras_require")):
+            if arg == "install_requires":
+                out += self._pip_list(file, "setup(install_requires=...)", list(value) if isinstance(value, (list, tuple)) else None)
+            elif isinstance(value, dict):
+                for extra, items in value.items():
+                    items = [items] if isinstance(items, str) else items
+                    out += self._pip_list(file, f"setup(extras_require={{{extra!r}: ...}})", list(items) if isinstance(items, (list, tuple)) else None)
         return out
 
     # -- environment.yml -----------------------------------------------------------
@@ -667,6 +637,50 @@ def _cfg_list(value: str) -> list[str]:
     import re
 
     return [line for line in (re.sub(r"(^|\s)#.*$", "", raw).strip() for raw in value.splitlines()) if line]
+
+
+def parse_setup_py(text: str, file: Path | str):
+    """A setup.py's tree (read with `ast`, never run), or why it cannot be read."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=str(file))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return str(getattr(exc, "msg", None) or exc)
+
+
+def setup_keywords(tree, wanted: tuple[str, ...]) -> list[tuple[str, Any]]:
+    """The keywords among `wanted` passed to each `setup(...)` call in a setup.py's tree, with their literal
+    values (None for a value that is no literal), in order. A module-level name bound once to a literal
+    counts as it: `REQUIRES = [...]; setup(install_requires=REQUIRES)`."""
+    import ast
+
+    bound: dict[str, list] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            bound.setdefault(stmt.targets[0].id, []).append(stmt.value)
+
+    def value_of(node):
+        if isinstance(node, ast.Name) and len(bound.get(node.id, ())) == 1:
+            node = bound[node.id][0]
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name != "setup":
+            continue
+        out += [(kw.arg, value_of(kw.value)) for kw in node.keywords if kw.arg in wanted]
+    return out
 
 
 def conda_dependencies(text: str) -> list[tuple[str, str]]:

@@ -196,3 +196,30 @@ def test_a_project_root_that_appears_is_linted_afresh(tmp_path):
     replayed, proc = _replayed(elsewhere, *args)
     assert not replayed
     assert "../proj/scripts/train.py:5:1: DET001" in proc.stdout
+
+
+@pytest.mark.parametrize("declared", ["pyproject.toml", "setup.cfg", "setup.py"])
+def test_a_console_script_declared_later_is_linted_afresh(tmp_path, declared):
+    # A module without a `__main__` block runs as the console scripts its project declares: main() seeds
+    # then runs CUDA work, which lint sees only once a packaging file names `mypkg.train:main`. With
+    # torch configured no walk reads setup.cfg for a requirement: an edit of it is seen only because
+    # reading it for scripts made it a dep; a setup.py made later, by the folder's listing.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mypkg"\n')
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = mypkg\n")
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "train.py").write_text("import torch\n\n\ndef main():\n    torch.manual_seed(0)\n    torch.zeros(1).cuda()\n")
+    _age(*tmp_path.rglob("*"), tmp_path)
+    args = ("--torch-version", "2.12", "mypkg/train.py")
+    first = _warm(tmp_path, *args)
+    assert "DET001" not in first.stdout
+    if declared == "pyproject.toml":
+        (tmp_path / declared).write_text('[project]\nname = "mypkg"\n\n[project.scripts]\nmytrain = "mypkg.train:main"\n')
+    elif declared == "setup.cfg":
+        (tmp_path / declared).write_text("[metadata]\nname = mypkg\n\n[options.entry_points]\nconsole_scripts = mytrain = mypkg.train:main\n")
+    else:
+        (tmp_path / declared).write_text("from setuptools import setup\n\nsetup(entry_points={'console_scripts': ['mytrain = mypkg.train:main']})\n")
+    replayed, proc = _replayed(tmp_path, *args)
+    assert not replayed
+    assert "mypkg/train.py:5:5: DET001" in proc.stdout and "`mytrain` console script" in proc.stdout

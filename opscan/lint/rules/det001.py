@@ -48,6 +48,10 @@ Functions and methods that the module defines but its own run never calls may
 be entry points for other code (a `PtlTrainer.setup` that builds
 `Trainer(deterministic=True)`, called by a launcher): when such code would turn
 determinism on, the rule stays silent, as it does for code behind a condition.
+A module without a `__main__` block whose function the project declares a
+console script of (`[project.scripts] mytrain = "mypkg.train:main"`, see the
+README) runs as that script runs it, its top level then `main()`: seeding in
+`main()` is reported there, "when run as the `mytrain` console script".
 
 A function the script hands to a fresh process is checked in that process's
 own state: `torch.multiprocessing.spawn(worker)`, `start_processes(worker)`
@@ -174,7 +178,7 @@ from __future__ import annotations
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
 from opscan.lint.branches import branches, is_elif, lines_of, parse_lines, statement_at, suites
-from opscan.lint.context import UNKNOWN, Context, api_name, how, process_text, via_text
+from opscan.lint.context import UNKNOWN, Context, api_name, how, process_text, script_text, via_text
 from opscan.lint.idiom import Route, route
 from opscan.lint.model import Cudnn, Edit, Import, Loc
 from opscan.lint.modelled import helper
@@ -239,7 +243,7 @@ def check(ctx: Context) -> None:
         if idiom is not None:  # the project may be on a release without the switch
             advice += idiom.alternative()
         fix = Fix(f"Insert `{call}` {where}", "safe", edit)
-    ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{process_text(ctx, path)}{note}; {advice}", fix)
+    ctx.report(RULE, path, loc, f"Seeds {how(first)} but never enables determinism{process_text(ctx, path)}{script_text(ctx)}{note}; {advice}", fix)
 
 
 def _turned_off(ctx: Context, off: TurnedOff) -> None:

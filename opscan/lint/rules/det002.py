@@ -77,7 +77,7 @@ from __future__ import annotations
 
 from opscan.codes import parse_doc
 from opscan.findings import Finding, Fix
-from opscan.lint.context import CUBLAS, Context, how
+from opscan.lint.context import CUBLAS, Context, how, script_text
 from opscan.lint.idiom import route
 from opscan.lint.model import CUBLAS_VALUE, Edit
 
@@ -115,7 +115,7 @@ def check(ctx: Context) -> None:
     if ctx.cublas_releases:  # only some targeted releases check it: say which
         needs = "raises without it" if ctx.strictly_enabled else "requires it in deterministic mode"
         advice = f"{ctx.cublas_releases} {needs}: {advice}"
-    ctx.report(RULE, path, loc, f"{what} but never sets CUBLAS_WORKSPACE_CONFIG; {advice}", fix)
+    ctx.report(RULE, path, loc, f"{what} but never sets CUBLAS_WORKSPACE_CONFIG{script_text(ctx)}; {advice}", fix)
 
 
 # -- the fix ------------------------------------------------------------------------

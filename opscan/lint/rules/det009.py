@@ -63,6 +63,8 @@ def check(ctx: Context) -> None:
     if not ctx.seeds:
         return
     seen = set()
+    script = ctx.trace.script
+    who = f"the `{script.name}` {script.kind} script" if script is not None else "this script"
     for event in ctx.trace.first_calls(skip_workers=True):  # a DataLoader worker's: torch reseeds them
         qualname = event.what.qualname
         if not qualname:
@@ -76,6 +78,6 @@ def check(ctx: Context) -> None:
             RULE,
             event.path,
             event.loc,
-            f"`{short}` draws from the global {'NumPy' if lib == 'numpy' else 'Python'} RNG, which this script never seeds; "
+            f"`{short}` draws from the global {'NumPy' if lib == 'numpy' else 'Python'} RNG, which {who} never seeds; "
             f"call `{_SEED_CALL[lib]}` or use a seeded generator",
         )
