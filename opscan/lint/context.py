@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # nothing but these and the standard library has no GPU nondeterminism for DET001 and DET002 to fix
 # (a data-preparation script that seeds `random`, say). Only libraries none of whose modules import
 # torch belong here: batchgenerators, say, does not (its augmenter pins memory with torch, and its
-# NumpyToTensor makes tensors), nor do wandb, einops or HF datasets.
+# NumpyToTensor makes tensors), nor do wandb, einops or HF datasets. The build tools a setup.py imports
+# are here too: a venv of Python 3.12 or later has no setuptools, and `-v` listed it as a project module.
 TORCH_FREE = frozenset(
     """
     numpy scipy pandas polars pyarrow sklearn matplotlib seaborn plotly PIL cv2 skimage imageio yaml ruamel toml
@@ -32,6 +33,7 @@ TORCH_FREE = frozenset(
     nltk boto3 jax jaxlib flax optax tensorflow
     SimpleITK nibabel pydicom nrrd tifffile zarr xarray netCDF4 soundfile librosa numba statsmodels
     joblib psutil tabulate lmdb omegaconf
+    setuptools pkg_resources distutils packaging wheel Cython pybind11
     """.split()
 )
 

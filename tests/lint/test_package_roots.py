@@ -273,3 +273,11 @@ def test_verbose_gives_no_hint_to_a_module_named_after_the_library_it_imports(tm
         "opscan:   torch_ort (imported at pkg/callbacks/torch_ort.py:1): vendor holds it;"
         " add that folder to `roots` under [tool.opscan] in pyproject.toml"
     ]
+
+
+def test_verbose_does_not_list_build_tools(tmp_path, capsys):
+    # A setup.py's imports are packaging tools, not project modules, installed or not (a Python 3.12+
+    # venv has no setuptools; Cython is rarely installed where lint runs).
+    _write(tmp_path, {"setup.py": "import Cython\nimport pybind11\nfrom setuptools import setup\n\nsetup(name='p')\n"})
+    _, _, err = _lint(tmp_path, capsys, "-v", "setup.py")
+    assert "resolve to no file" not in err, err
