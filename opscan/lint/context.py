@@ -349,11 +349,17 @@ def process_text(ctx: Context, path: str) -> str:
     return f" in the fresh process `{started.callee}` starts ({at}), a new interpreter that inherits the parent's environment variables but not its determinism flags or seeds"
 
 
-def script_text(ctx: Context) -> str:
-    """' when run as the `mytrain` console script' where the run is that script (or GUI script) of the
-    project's packaging (a module without a `__main__` block, see opscan.lint.scripts); '' otherwise."""
+def script_name(ctx: Context) -> str | None:
+    """'the `mytrain` console script' where the run is that script (or GUI script) of the project's
+    packaging (a module without a `__main__` block, see opscan.lint.scripts); None for `python FILE`."""
     script = ctx.trace.script
-    return f" when run as the `{script.name}` {script.kind} script" if script is not None else ""
+    return f"the `{script.name}` {script.kind} script" if script is not None else None
+
+
+def script_text(ctx: Context) -> str:
+    """' when run as the `mytrain` console script' for a console script's run (script_name); '' otherwise."""
+    name = script_name(ctx)
+    return f" when run as {name}" if name else ""
 
 
 def via_text(event: TraceEvent) -> str:

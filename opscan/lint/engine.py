@@ -17,7 +17,7 @@ from opscan.config import Config, resolve
 from opscan.findings import Finding, Report
 from opscan.lint.context import Context
 from opscan.lint.facts import ModuleFacts, extract
-from opscan.lint.model import Guard, Loc
+from opscan.lint.model import Loc
 from opscan.lint.project import Project
 from opscan.lint.rules import CHECKS, det000
 
@@ -216,7 +216,7 @@ class _EntryLinter:
         """The runs of an entry: as `python FILE`; without a `__main__` block, as each console script of
         its project that names a function of it (once per function), where it has any."""
         scripts = self.scripts.get(module.path)
-        if scripts and not any(ev.what.__class__ is Guard for ev in module.facts.body):
+        if scripts and not module.has_main_block:
             by_function = {}
             for script in scripts:  # two names for one function (`train`, `mytrain`) are one run
                 by_function.setdefault(script.attr, script)

@@ -131,6 +131,12 @@ class Module(Plain):
         self.name = name  # dotted, as imported
         self.facts = facts
 
+    @property
+    def has_main_block(self) -> bool:
+        """Whether the module has an `if __name__ == "__main__":` block (run as a script, it does more than
+        imported)."""
+        return any(ev.what.__class__ is Guard for ev in self.facts.body)
+
 
 class EntryTrace(Plain):
     """What running an entry does: its events in execution order, and calls that may run in no known order.
@@ -1230,7 +1236,7 @@ class _Walker:
         body = entry.facts.body
         # Without an `if __name__ == "__main__":` block, the script's top level is its import's: the one
         # program serves both (on a package's tree most entries are imported too, and compiled twice).
-        memo = ("main", entry.path, entry.name) if any(ev.what.__class__ is Guard for ev in body) else (_LOAD, entry.path, entry.name)
+        memo = ("main", entry.path, entry.name) if entry.has_main_block else (_LOAD, entry.path, entry.name)
         self.walk(self.program(memo, entry, body, False))
         return self.rec
 

@@ -139,10 +139,10 @@ def _setup_py(text: str, file: str) -> list[tuple[object, object, str]]:
 
 def _lines(value: str, kind: str) -> list[tuple[str, str, str]]:
     """`name = value` lines (setup.cfg's dangling list, setup.py's strings), comments and blank lines dropped."""
-    from opscan.lint.target import _cfg_list
+    from opscan.lint.target import cfg_list
 
     out = []
-    for line in _cfg_list(value):
+    for line in cfg_list(value):
         name, eq, rest = line.partition("=")
         if eq:
             out.append((name, rest, kind))

@@ -471,10 +471,10 @@ class _Reader:
             return []
         out: list[Declaration] = []
         if parser.has_option("options", "install_requires"):
-            out += self._pip_list(file, "[options] install_requires", _cfg_list(parser.get("options", "install_requires")))
+            out += self._pip_list(file, "[options] install_requires", cfg_list(parser.get("options", "install_requires")))
         if parser.has_section("options.extras_require"):
             for extra, value in parser.items("options.extras_require"):
-                out += self._pip_list(file, f"[options.extras_require] {extra}", _cfg_list(value))
+                out += self._pip_list(file, f"[options.extras_require] {extra}", cfg_list(value))
         return out
 
     def setup_py(self, file: Path) -> list[Declaration]:
@@ -632,7 +632,7 @@ def _logical_lines(text: str):
         yield pending.strip()
 
 
-def _cfg_list(value: str) -> list[str]:
+def cfg_list(value: str) -> list[str]:
     """setup.cfg's dangling list: one requirement a line (comments dropped)."""
     import re
 

@@ -52,7 +52,7 @@ None automatic.
 
 from opscan.codes import parse_doc
 from opscan.lint.apis import global_rng_library
-from opscan.lint.context import Context
+from opscan.lint.context import Context, script_name
 
 RULE = parse_doc(__doc__)
 
@@ -63,8 +63,7 @@ def check(ctx: Context) -> None:
     if not ctx.seeds:
         return
     seen = set()
-    script = ctx.trace.script
-    who = f"the `{script.name}` {script.kind} script" if script is not None else "this script"
+    who = script_name(ctx) or "this script"
     for event in ctx.trace.first_calls(skip_workers=True):  # a DataLoader worker's: torch reseeds them
         qualname = event.what.qualname
         if not qualname:
