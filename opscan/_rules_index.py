@@ -31,6 +31,7 @@ FUNCTIONS = (
     'torch.bincount',
     'torch.cumsum',
     'torch.histc',
+    'torch.index_add',
     'torch.index_reduce',
     'torch.kthvalue',
     'torch.max_pool3d',
@@ -105,6 +106,8 @@ FUNCTIONS = (
 METHODS = (
     'bincount',
     'histc',
+    'index_add',
+    'index_add_',
     'index_reduce',
     'index_reduce_',
     'kthvalue',
@@ -1349,7 +1352,7 @@ SOURCES = (
         b'phase = "forward"\n'
         b'devices = ["cuda"]\n'
         b'torch = ">=1.8"\n'
-        b'remedy = "Accumulate the weights with index_put_(..., accumulate=True) or index_add_, both deterministic on CUDA under use_deterministic_algorithms (sort-based index_put)."\n'
+        b'remedy = "Accumulate the weights with index_put_(..., accumulate=True) or index_add_, both deterministic on CUDA under use_deterministic_algorithms (sort-based index_put; index_add_ from torch 1.9)."\n'
         b'remedy_code = """\n'
         b'out = torch.zeros(max(int(x.max()) + 1, minlength), dtype=w.dtype, device=w.device)\n'
         b'out.index_put_((x,), w, accumulate=True)\n'
@@ -1701,6 +1704,44 @@ SOURCES = (
         b'args = ["input", "dim", "index", "src"]\n'
         b'keywords = ["reduce"]\n'
         b'when = [{ reduce = { eq = "multiply" } }]\n'
+        b'\n'
+        b'\n'
+        b'[[op]]\n'
+        b'id = "index_add"\n'
+        b'title = "index_add_ on CUDA (torch 1.8)"\n'
+        b'aten = ["aten.index_add.default", "aten.index_add_.default", "aten.index_add.out"]\n'
+        b'callers = ["index_add_cuda_"]\n'
+        b'phase = "forward"\n'
+        b'devices = ["cuda"]\n'
+        b'torch = ">=1.8,<1.9"\n'
+        b'remedy = "Upgrade to torch >= 1.9, whose CUDA index_add_ takes a deterministic path under use_deterministic_algorithms (index_put_ with accumulate=True); on 1.8 make that call yourself, on a view with dim moved to the front."\n'
+        b'remedy_code = """\n'
+        b'# x.index_add_(dim, index, source)\n'
+        b'x.movedim(dim, 0).index_put_((index,), source.movedim(dim, 0), accumulate=True)\n'
+        b'"""\n'
+        b'reproducer = """\n'
+        b'torch.zeros(3, 2, device=device).index_add_(0, torch.tensor([0, 1, 0, 2], device=device), torch.rand(4, 2, device=device))\n'
+        b'"""\n'
+        b'remedy_reproducer = """\n'
+        b'x = torch.zeros(3, 2, device=device)\n'
+        b'source = torch.rand(4, 2, device=device)\n'
+        b'x.movedim(0, 0).index_put_((torch.tensor([0, 1, 0, 2], device=device),), source.movedim(0, 0), accumulate=True)\n'
+        b'"""\n'
+        b'provenance = "Alert in aten/src/ATen/native/cuda/Indexing.cu, index_add_cuda_ (1.8): globalContext().alertNotDeterministic(\\"index_add_cuda_\\") first thing, unconditionally (\'Nondeterministic because of atomicAdd usage\'). PR #56521 (\'add deterministic path for index_add_cuda\', D27861072, April 2021) made it call index_put_(indices, source, accumulate=True) when deterministic algorithms are on, as index_add_cuda_impl still does. The wheels agree (PyPI, cp38 manylinux1_x86_64, read 2026-12-07): torch 1.8.0 (git 37c1f4a7, sha256 fa1e391cca3937d5dea31f31a1a80a01bd4a8062c039448c254bbf5a58eb0787) and 1.8.1 (git 56b43f4f, sha256 e7ad1649adb7dc2a450e70a3e51240b84fa4746c69c8f98989ce0c254f9fba3a) list \':func:`torch.index_add_` when called on a CUDA tensor\' among the ops that throw (torch/__init__.py:388, under the heading at :361); 1.9.0 (git d69c22dd, sha256 1d8139dcc864f48dc316376384f50e47a459284ad1cb84449242f4964e25aaec) lists \':func:`torch.index_add` when called on CUDA tensor\' among those that act deterministically (torch/__init__.py:381, heading at :362), as every later docstring does. The \'index_add_cuda_\' literal stays in libtorch_cuda.so after 1.8 as a dispatch name, so it decides nothing. In 1.8 the CUDA backward of index_select and repeat_interleave raise the same alert (the 1.8 docstring lists them; lint does not flag them: every index_select would be flagged where gradients may flow). Not GPU-verified: no GPU machine runs torch 1.8; on later torch the reproducer raises nothing, as the range says."\n'
+        b'\n'
+        b'[[op.api]]\n'
+        b'name = "torch.index_add"\n'
+        b'args = ["input", "dim", "index", "source"]\n'
+        b'\n'
+        b'[[op.api]]\n'
+        b'name = "index_add_"\n'
+        b'kind = "method"\n'
+        b'args = ["dim", "index", "source"]\n'
+        b'\n'
+        b'[[op.api]]\n'
+        b'name = "index_add"\n'
+        b'kind = "method"\n'
+        b'args = ["dim", "index", "source"]\n'
         b'\n'
         b'\n'
         b'[[op]]\n'
