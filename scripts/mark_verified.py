@@ -1,6 +1,6 @@
 """Set `verified` in rules/*.toml for every rule a GPU report measured in agreement with it.
 
-    python scripts/mark_verified.py docs/report/h200-torch-2.11.json
+    python scripts/mark_verified.py docs/report/h100-torch-2.11.json
 
 A rule is marked only when every row of it in the report was measured on a
 CUDA device and its verdict is what the rules expect for that torch ("raises"
