@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 26  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built)
+FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -245,7 +245,7 @@ class FunctionFacts(Plain):
 
 
 class ClassFacts(Plain):
-    _fields = ("name", "loc", "bases", "methods", "forwards_init", "attrs")
+    _fields = ("name", "loc", "bases", "methods", "forwards_init", "attrs", "post_init")
     __slots__ = _fields
     __reduce__ = by_fields
 
@@ -257,6 +257,7 @@ class ClassFacts(Plain):
         methods: tuple[str, ...] = (),
         forwards_init: bool = True,
         attrs: tuple[tuple[str, str], ...] = (),
+        post_init: str = "",
     ):
         self.name = name
         self.loc = loc
@@ -268,6 +269,9 @@ class ClassFacts(Plain):
         # (attribute, the class called to build it): `self.transform = Blur()` in one of its methods, the one
         # store to `self.transform` in any class of the module, so `self.transform(img)` runs Blur.__call__.
         self.attrs = attrs
+        # The hook that the __init__ a class decorator writes calls last ("" where none is written):
+        # `__post_init__` for a dataclass, `__attrs_post_init__` for an attrs class (see _post_init_hook).
+        self.post_init = post_init
 
 
 class ModuleFacts(Plain):
@@ -437,6 +441,51 @@ def _with_parents(dotted: str) -> list[str]:
     """'a.b.c' -> ['a', 'a.b', 'a.b.c']: importing a module loads its packages first."""
     parts = dotted.split(".")
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+# Class decorators that write the class an __init__ calling a hook method last: the hook, and whether
+# the written __init__ replaces one the class body defines. Read:
+# - CPython 3.11 Lib/dataclasses.py, _process_class: `if init:` sets _init_fn, whose body ends with
+#   `self.__post_init__(...)` where `hasattr(cls, '__post_init__')` (inherited too), through
+#   _set_new_attribute, which leaves an __init__ the class body defines;
+# - pydantic 2.14.4 pydantic/_internal/_dataclasses.py (complete_dataclass: `cls.__init__ = __init__`,
+#   always, one that validates) and _generate_schema.py (`post_init=hasattr(dataclass, '__post_init__')`);
+# - attrs 26.1.0 attr/_make.py (attrs(): auto_detect=False, so init=True writes __init__ over the body's;
+#   the written one ends `self.__attrs_post_init__()`), attr/_next_gen.py (define(): auto_detect=True,
+#   so a body's __init__ stays; mutable = define, frozen = partial(define, ...)), attr/__init__.py
+#   (dataclass = partial(attrs, auto_attribs=True)), attrs/__init__.py (re-exports define, mutable, frozen).
+# `init=False` writes none with each of them.
+_POST_INIT_DECORATORS = {
+    "dataclasses.dataclass": ("__post_init__", False),
+    "pydantic.dataclasses.dataclass": ("__post_init__", True),
+    "attr.s": ("__attrs_post_init__", True),
+    "attr.attrs": ("__attrs_post_init__", True),
+    "attr.dataclass": ("__attrs_post_init__", True),
+    "attr.define": ("__attrs_post_init__", False),
+    "attr.mutable": ("__attrs_post_init__", False),
+    "attr.frozen": ("__attrs_post_init__", False),
+    "attrs.define": ("__attrs_post_init__", False),
+    "attrs.mutable": ("__attrs_post_init__", False),
+    "attrs.frozen": ("__attrs_post_init__", False),
+}
+
+
+def _post_init_hook(node: ast.ClassDef, decorators: list[str | None]) -> str:
+    """The hook that the __init__ a class decorator writes for `node` calls, "" where none is written;
+    `decorators`: the qualified names of its decorators (of a call's function)."""
+    for decorator, name in zip(node.decorator_list, decorators):
+        found = _POST_INIT_DECORATORS.get(name or "")
+        if found is None:
+            continue
+        hook, replaces = found
+        if decorator.__class__ is ast.Call and any(
+            kw.arg == "init" and kw.value.__class__ is ast.Constant and kw.value.value is False for kw in decorator.keywords
+        ):
+            return ""
+        if not replaces and any(s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name == "__init__" for s in node.body):
+            return ""  # the body's own __init__ is the class's, and calls the hook only if it says so
+        return hook
+    return ""
 
 
 def _forwards_init(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -1805,7 +1854,8 @@ class _FactsBuilder:
                 # Class-body statements run at definition time; keep their events with the module.
                 self.statement(stmt, body_scope, self._class_body_events, f"{qualname}.")
         bases = tuple(self.qualify(b, scope) for b in node.bases)
-        self.facts.classes[qualname] = ClassFacts(qualname, loc_of(node), bases, tuple(methods), forwards_init)
+        post_init = _post_init_hook(node, [self.qualify(d.func if d.__class__ is ast.Call else d, scope) for d in node.decorator_list])
+        self.facts.classes[qualname] = ClassFacts(qualname, loc_of(node), bases, tuple(methods), forwards_init, post_init=post_init)
 
     def run(self, tree: ast.Module) -> None:
         self.module_scope.node = tree

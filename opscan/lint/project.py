@@ -867,6 +867,32 @@ class Project:
                 return None  # what a function built, or a library's object
         return self._in_bases(mod, cls, name, search, depth)
 
+    def written_init_hook(self, mod: Module, cls: ClassFacts, search: tuple[str, ...], depth: int = 0) -> str | None:
+        """Where building `cls` runs an __init__ that a class decorator wrote (`@dataclass`, `@attrs.define`;
+        ClassFacts.post_init), the hook method it calls last, looked up on `cls` as Python does (the written
+        __init__ calls no base's __init__). None where the __init__ that runs is one the project or a
+        modelled class defines, or none is found."""
+        found = self._written_hook(mod, cls, search, depth)
+        return found or None
+
+    def _written_hook(self, mod: Module, cls: ClassFacts, search: tuple[str, ...], depth: int) -> str | None:
+        """written_init_hook's search: the hook, "" where a defined __init__ comes first, None where neither is found."""
+        if cls.post_init:
+            return cls.post_init
+        if "__init__" in cls.methods or depth > 8:
+            return ""
+        for base in cls.bases:
+            if not base:
+                continue
+            if f"{base}.__init__" in MODELS or base in MODELS:
+                return ""
+            target = self.resolve(base, mod, search, depth + 1)
+            if target and target[0] == "class":
+                found = self._written_hook(target[1], target[2], search, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
     def _in_bases(self, mod: Module, cls: ClassFacts, name: str, search: tuple[str, ...], depth: int):
         """find_method through the bases of `cls` alone, in order."""
         if depth > 8:
@@ -995,6 +1021,8 @@ def _bound_value(guard: ParamIf, args: CallArgs, bound: bool) -> Any:
         return UNKNOWN if guard.method and not bound else args.args[pos]
     return UNKNOWN if args.star else guard.default
 
+
+_HOOK_ARGS = CallArgs(star=True)  # a __post_init__ call: its InitVars, unknown
 
 # The ops a _Record holds, in order.
 _EMIT, _ENTER, _LOAD, _CLASS, _LIB, _SPAWN, _START, _DEFAULT = 0, 1, 2, 3, 4, 5, 6, 7
@@ -1382,10 +1410,18 @@ class _Walker:
         elif kind == "class":
             cls_mod, cls = target[1], target[2]
             ops.append((_CLASS, (cls_mod.path, cls.name), (cls_mod, cls)))
-            init = self.project.find_method(cls_mod, cls, "__init__", self.search)
+            hook = self.project.written_init_hook(cls_mod, cls, self.search)
+            if hook is not None:
+                # A dataclass's (or attrs class's) __init__, written by its decorator, binds the fields and
+                # then calls the hook with no arguments but InitVars: what it passes, lint does not read.
+                init = self.project.find_method(cls_mod, cls, hook, self.search)
+                args = _HOOK_ARGS
+            else:
+                init = self.project.find_method(cls_mod, cls, "__init__", self.search)
+                args = what.args
             if init and init[0] == "function":
-                ops.append(self._enter_op(mod, ev, init[1], init[2], args=what.args, bound=True))
-            elif init and init[0] == "model":
+                ops.append(self._enter_op(mod, ev, init[1], init[2], args=args, bound=True))
+            elif init and init[0] == "model" and hook is None:
                 for effect in init[2](what.args):
                     ops.append((_EMIT, TraceEvent(effect, path, loc, (), init[1])))
 
