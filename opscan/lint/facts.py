@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init)
+FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -168,7 +168,7 @@ GRAD_OFF_FACTORY = 2  # returns such a decorator: yolov5's `smart_inference_mode
 
 class ParamIf(Frozen):
     """An `if` of a function whose test reads one of its parameters alone (`if deterministic:`, `if not
-    deterministic:`, `if seed is not None:`, `is True`, `== None`, ...): a call that binds it a literal,
+    deterministic:`, `if seed is not None:`, `is True`, `== None`, `> 0`, ...): a call that binds it a literal,
     passed or its literal default, runs one branch only (the linker leaves out the other's events).
 
     `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
@@ -192,8 +192,8 @@ class ParamIf(Frozen):
         self.pos = pos
         self.keyword = keyword
         self.default = default
-        self.test = test  # "truth", "not", "is", "is not", "==", "!=": how the test reads the value
-        self.const = const  # what "is" and "==" compare with: True, False or None
+        self.test = test  # "truth", "not", "is", "is not", "==", "!=", "<", "<=", ">", ">=": how the test reads the value
+        self.const = const  # what a comparison compares with: True, False or None for "is", a literal for the others
         self.method = method
         self.start = start
         self.mid = mid
@@ -211,11 +211,23 @@ class ParamIf(Frozen):
         if test == "is" or test == "is not":  # const is True, False or None: the same object where equal and of its class
             same = value.__class__ is self.const.__class__ and value == self.const
             return same if test == "is" else not same
-        return (value == self.const) if test == "==" else (value != self.const)
+        if test == "==" or test == "!=":
+            return (value == self.const) if test == "==" else (value != self.const)
+        # An order: numbers with numbers, strings with strings; any other pair raises TypeError in Python.
+        const = self.const
+        if not (value.__class__ in _NUMBERS and const.__class__ in _NUMBERS or isinstance(value, str) and isinstance(const, str)):
+            return UNKNOWN
+        if test == "<":
+            return value < const
+        if test == "<=":
+            return value <= const
+        return value > const if test == ">" else value >= const
 
 
 _GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
-_GUARD_COMPARE = {ast.Is: "is", ast.IsNot: "is not", ast.Eq: "==", ast.NotEq: "!="}  # with True, False or None
+_GUARD_IDENTITY = {ast.Is: "is", ast.IsNot: "is not"}  # with True, False or None
+_GUARD_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}  # with a literal
+_NUMBERS = (bool, int, float)
 _SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that pass a call's arguments on unchanged
 
 
@@ -1680,13 +1692,15 @@ class _FactsBuilder:
             name, kind = test.id, "truth"
         elif cls is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Name:
             name, kind = test.operand.id, "not"
-        elif (
-            cls is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name
-            and test.comparators[0].__class__ is ast.Constant
-            and (test.comparators[0].value.__class__ is bool or test.comparators[0].value is None)
-            and test.ops[0].__class__ in _GUARD_COMPARE
-        ):  # fmt: skip
-            name, kind, const = test.left.id, _GUARD_COMPARE[test.ops[0].__class__], test.comparators[0].value
+        elif cls is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name:
+            op, const = test.ops[0].__class__, literal(test.comparators[0])  # `-1` too: a unary minus of a constant
+            if op in _GUARD_IDENTITY and (const.__class__ is bool or const is None):
+                kind = _GUARD_IDENTITY[op]
+            elif op in _GUARD_COMPARE and const.__class__ in _GUARD_TYPES:  # neuralforecast's `if n_static_features > 0:`
+                kind = _GUARD_COMPARE[op]
+            else:
+                return
+            name = test.left.id
         else:
             return
         if name not in guarded[2]:

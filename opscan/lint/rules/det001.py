@@ -20,7 +20,8 @@ script defines itself is pointed into, where its seeding is). An explicit
 Code behind a condition counts as running (enabling determinism, or seeding),
 except where a project function tests one of its parameters alone (`if
 deterministic:`, `if not deterministic:`, `if seed is not None:`, `if
-deterministic is True`, `== None`, ...) and the call binds it a literal: passed
+deterministic is True`, `== None`, a comparison with a literal such as `if
+n_static_features > 0:` or `if split == "train":`, ...) and the call binds it a literal: passed
 by keyword or by position, or, where the call does not pass it, the parameter's
 own literal default (`None`, `True`, `0`, a string), as Python binds a call.
 `set_seed(0, deterministic=False)` does not run that branch (and `True` does
