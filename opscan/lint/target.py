@@ -12,8 +12,10 @@ First found wins:
    `[tool.poetry]` dependencies and groups), `requirements*.txt` and
    `requirements/*.txt` (following `-r` and `-c`), `setup.cfg`
    (`install_requires`, `extras_require`), a literal `install_requires` /
-   `extras_require` in `setup.py` (read with `ast`, never run) and
-   `environment.yml` (conda's `pytorch` and the `pip:` list). The walk ends
+   `extras_require` in `setup.py` (read with `ast`, never run; a name bound
+   once, a subscript of one and a `+` of lists are followed),
+   `environment.yml` (conda's `pytorch` and the `pip:` list), and, where
+   those declare nothing, an sdist's `PKG-INFO` (`Requires-Dist`). The walk ends
    at the first folder with a torch requirement, or after the repository's
    root (a folder with `.git` or `.hg`); a `setup.py`, `setup.cfg` or
    `pyproject.toml` that declares no torch (a nested build script's, a
@@ -63,7 +65,7 @@ _REQUIREMENTS = r"(?i)^requirements.*\.(txt|in)$"
 CONDA_NAMES = frozenset({"pytorch", "pytorch-gpu", "pytorch-cpu", "torch"})
 ENV_IGNORE_INSTALLED = "OPSCAN_IGNORE_INSTALLED_TORCH"
 # The names in a folder that can change what it declares, lowercased (a superset: see TorchTargets.listed).
-DECLARING_NAMES = ("uv.lock", "poetry.lock", "pylock.", "pyproject.toml", "requirements", "setup.", "environment.", ".git", ".hg")
+DECLARING_NAMES = ("uv.lock", "poetry.lock", "pylock.", "pyproject.toml", "requirements", "setup.", "environment.", "pkg-info", ".git", ".hg")
 # The files that make a folder a project's root, for the import roots of a run without a config (TorchTargets.project_root).
 PROJECT_FILES = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})
 MAX_INCLUDE_DEPTH = 16
@@ -495,6 +497,23 @@ class _Reader:
                     out += self._pip_list(file, f"setup(extras_require={{{extra!r}: ...}})", list(items) if isinstance(items, (list, tuple)) else None)
         return out
 
+    def pkg_info(self, file: Path) -> list[Declaration]:
+        """An sdist's PKG-INFO: its `Requires-Dist:` headers, the requirements setup.py computed when the
+        sdist was built (the core metadata specification, packaging.python.org/specifications/core-metadata)."""
+        text = self._text(file)
+        if text is None or not self._names(text):
+            return []
+        out = []
+        for line in text.splitlines():
+            if not line.strip():
+                break  # the headers end at the first empty line; the description follows
+            key, sep, value = line.partition(":")
+            if sep and key.strip().lower() == "requires-dist":
+                found = self.pip_line(file, "Requires-Dist", value.strip())
+                if found is not None:
+                    out.append(found)
+        return out
+
     # -- environment.yml -----------------------------------------------------------
 
     def environment_yml(self, file: Path) -> list[Declaration]:
@@ -655,7 +674,8 @@ def parse_setup_py(text: str, file: Path | str):
 def setup_keywords(tree, wanted: tuple[str, ...]) -> list[tuple[str, Any]]:
     """The keywords among `wanted` passed to each `setup(...)` call in a setup.py's tree, with their literal
     values (None for a value that is no literal), in order. A module-level name bound once to a literal
-    counts as it: `REQUIRES = [...]; setup(install_requires=REQUIRES)`."""
+    counts as it: `REQUIRES = [...]; setup(install_requires=REQUIRES)`, as does a subscript of one
+    (`requirements["install"]`) and a `+` of two lists."""
     import ast
 
     bound: dict[str, list] = {}
@@ -663,9 +683,23 @@ def setup_keywords(tree, wanted: tuple[str, ...]) -> list[tuple[str, Any]]:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             bound.setdefault(stmt.targets[0].id, []).append(stmt.value)
 
-    def value_of(node):
+    def value_of(node, depth: int = 0):
+        # Names bound once, subscripts and `+` of what those give: espnet's `requirements = {"install":
+        # [...], ...}; install_requires = requirements["install"]`, and `base + ["torch"]`.
+        if depth > 8:
+            return None
         if isinstance(node, ast.Name) and len(bound.get(node.id, ())) == 1:
-            node = bound[node.id][0]
+            return value_of(bound[node.id][0], depth + 1)
+        if isinstance(node, ast.Subscript):
+            container, key = value_of(node.value, depth + 1), value_of(node.slice, depth + 1)
+            try:
+                return container[key] if isinstance(container, (dict, list, tuple)) and key is not None else None
+            except (KeyError, IndexError, TypeError):
+                return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = value_of(node.left, depth + 1), value_of(node.right, depth + 1)
+            both_lists = isinstance(left, (list, tuple)) and isinstance(right, (list, tuple))
+            return [*left, *right] if both_lists else None
         try:
             return ast.literal_eval(node)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -992,6 +1026,9 @@ class _Walk:
             for name in ("environment.yml", "environment.yaml"):
                 if name in present:
                     declarations += reader.environment_yml(base / name)
+            if not declarations and "PKG-INFO" in present:
+                # An unpacked sdist whose setup.py computes its requirements: what that gave when it was built.
+                declarations += reader.pkg_info(base / "PKG-INFO")
         # Only a repository's root ends the walk. A project file here that declares nothing of the
         # package (a Cython build script's setup.py, a tool's own pyproject.toml inside a project)
         # does not: the project around it may declare it, as a nested requirements.txt never stopped it.

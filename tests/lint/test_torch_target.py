@@ -327,6 +327,22 @@ def _write(folder: Path, files: dict[str, str | bytes]) -> Path:
         ({"environment.yml": "name: x\ndependencies:\n  - conda-forge::pytorch=2.4|2.5\n"}, ("2.4", "2.5")),
         # a URL whose version cannot be read: every release (and a warning, below).
         ({"requirements.txt": "torch @ git+https://github.com/pytorch/pytorch@v2.4.0\n"}, KNOWN),
+        # setup.py: espnet's dict of lists and a subscript of it, bound to a name; a `+` of lists.
+        (
+            {"setup.py": 'from setuptools import setup\nreq = {"install": ["numpy", "torch>=2.12"], "test": ["torch==1.13"]}\ninstall = req["install"]\nsetup(install_requires=install)\n'},
+            ("2.12", "2.13", "2.14"),
+        ),
+        ({"setup.py": 'from setuptools import setup\nBASE = ["numpy"]\nsetup(install_requires=BASE + ["torch~=2.5.0"])\n'}, ("2.5",)),
+        # an unpacked sdist whose setup.py computes what it requires: PKG-INFO's Requires-Dist, headers only.
+        (
+            {
+                "setup.py": "from setuptools import setup\nsetup(install_requires=open('req.txt').read().split())\n",
+                "PKG-INFO": "Metadata-Version: 2.1\nName: demo\nRequires-Dist: numpy\nRequires-Dist: torch>=2.13; extra == 'gpu'\n\nRequires-Dist: torch==1.8.0\n",
+            },
+            ("2.13", "2.14"),
+        ),
+        # a PKG-INFO beside a declaration is not read: the declaration is the project's own.
+        ({"requirements.txt": "torch==2.6.0\n", "PKG-INFO": "Metadata-Version: 2.1\nRequires-Dist: torch==2.4.0\n"}, ("2.6",)),
     ],
 )
 def test_more_requirement_forms(tmp_path, files, releases):
