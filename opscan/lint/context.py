@@ -8,7 +8,7 @@ from opscan._plain import Plain, cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import MISSING, Call, CudaWork, Determinism, EnvRead, EnvWrite, Import, Imported, Seed
+from opscan.lint.model import MISSING, Call, CudaWork, Determinism, EnvRead, EnvWrite, Imported, Seed
 from opscan.lint.modelled import BACKENDS, RESETTING, helper
 from opscan.lint.project import EntryTrace, TraceEvent
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from opscan.lint.target import Versions
     from opscan.versions import TorchRange
 
-# Libraries that never run torch (top-level import names). A script whose executing code imports
+# Libraries that never run torch (top-level import names). A script whose executing code calls into
 # nothing but these and the standard library has no GPU nondeterminism for DET001 and DET002 to fix
 # (a data-preparation script that seeds `random`, say). Only libraries none of whose modules import
 # torch belong here: batchgenerators, say, does not (its augmenter pins memory with torch, and its
@@ -32,10 +32,17 @@ TORCH_FREE = frozenset(
     tomli tomlkit tqdm requests httpx urllib3 h5py rich click typer attr attrs pydantic jinja2 networkx sympy
     nltk boto3 jax jaxlib flax optax tensorflow
     SimpleITK nibabel pydicom nrrd tifffile zarr xarray netCDF4 soundfile librosa numba statsmodels
-    joblib psutil tabulate lmdb omegaconf
+    joblib psutil tabulate lmdb omegaconf toolz cytoolz faker mxnet pytest _pytest
     setuptools pkg_resources distutils packaging wheel Cython pybind11
     """.split()
 )
+
+
+# Modules of packages that run torch elsewhere, which never do (nor does importing them): nnU-Net's
+# dataset conversions call batchgenerators' file helpers only (batchgenerators 0.25.5 wheel:
+# batchgenerators/__init__.py and utilities/__init__.py are empty, utilities/*.py import os, pickle,
+# json, typing, numpy and sklearn).
+TORCH_FREE_MODULES = frozenset({"batchgenerators.utilities"})
 
 
 def torch_free(package: str) -> bool:
@@ -292,17 +299,22 @@ class Context:
 
     @cached_property
     def uses_torch(self) -> bool:
-        """Whether the code may run torch: it imports something other than the standard library,
-        TORCH_FREE and a library of BACKENDS the run does not put on torch, in what runs or in any
-        function of the script (uncalled ones may be entry points)."""
-        packages = set(self.trace.libraries)
-        for func in self.trace.entry.facts.functions.values():
-            for event in func.events:
-                if event.what.__class__ is Import:
-                    packages.update(m.partition(".")[0] for m in event.what.modules)
-        return any(
-            p and not torch_free(p) and (p not in BACKENDS or p in self.backends_on_torch) for p in packages
-        )
+        """Whether the code may run torch: what runs does CUDA work (`.cuda()`), or calls into a package other
+        than the standard library, TORCH_FREE (and the modules of TORCH_FREE_MODULES) and a library of
+        BACKENDS the run does not put on torch
+        (`torch.cat(...)`, `timm.create_model(...)`, an unknown library's function), there or in any function
+        of the script (uncalled ones may be entry points). Importing one is not using it: a data-preparation
+        script that imports a project module for a constant, where that module imports torch, runs no torch
+        (ultralytics' data/split.py, nnU-Net's dataset conversions)."""
+        if any(event.what.__class__ is CudaWork for event in self.trace.effects):
+            return True
+        for called in self.trace.calls_into():
+            package = called.partition(".")[0]
+            if torch_free(package) or called in TORCH_FREE_MODULES:
+                continue
+            if package not in BACKENDS or package in self.backends_on_torch:
+                return True
+        return False
 
     @cached_property
     def cublas_checked(self) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`)
+FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -155,8 +155,8 @@ def _module_facts(state: tuple) -> ModuleFacts:
         setattr(facts, name, value)
     facts.body = _unpack_events(facts.body)
     facts.functions = {
-        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off, guards)
-        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off, guards in facts.functions
+        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off, guards, calls_into)
+        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off, guards, calls_into in facts.functions
     }
     return facts
 
@@ -232,7 +232,7 @@ _SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that
 
 
 class FunctionFacts(Plain):
-    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off", "guards")
+    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off", "guards", "calls_into")
     __slots__ = _fields
 
     def __init__(
@@ -244,6 +244,7 @@ class FunctionFacts(Plain):
         decorators: tuple[tuple[str, bool], ...] = (),
         grad_off: int = 0,
         guards: tuple[ParamIf, ...] = (),
+        calls_into: tuple[str, ...] = (),
     ):
         self.qualname = qualname  # within the module, e.g. "main", "Net.forward"
         self.loc = loc
@@ -254,6 +255,10 @@ class FunctionFacts(Plain):
         self.decorators = decorators
         self.grad_off = grad_off  # 0, GRAD_OFF_DECORATOR or GRAD_OFF_FACTORY
         self.guards = guards  # its `if`s on a parameter alone, which a literal argument decides (ParamIf)
+        # What its body calls into, the calls the facts leave out included: the package and its first module
+        # (`torch.nn` of `torch.nn.Linear(...)`, `torch` of `torch.cat(...)`; not the module's own functions),
+        # what says whether a run uses torch (Context.uses_torch).
+        self.calls_into = calls_into
 
 
 class ClassFacts(Plain):
@@ -289,7 +294,7 @@ class ClassFacts(Plain):
 class ModuleFacts(Plain):
     _fields = (
         "path", "aliases", "body", "functions", "classes", "noqa", "file_noqa", "lines", "error", "error_loc",
-        "dropped_libraries", "relative_imports", "stars", "star_bound", "exports",
+        "dropped_libraries", "relative_imports", "stars", "star_bound", "exports", "calls_into",
     )  # fmt: skip
     __slots__ = _fields
 
@@ -305,7 +310,7 @@ class ModuleFacts(Plain):
                 value = [
                     (
                         key, f.qualname, f.loc.line, f.loc.col, f.loc.end_line, f.loc.end_col, _pack_events(f.events), f.params,
-                        f.decorators, f.grad_off, f.guards,
+                        f.decorators, f.grad_off, f.guards, f.calls_into,
                     )
                     for key, f in value.items()
                 ]  # fmt: skip
@@ -325,6 +330,7 @@ class ModuleFacts(Plain):
         self.error_loc: Loc | None = None
         # Libraries whose calls a CallFilter left out; linking checks the project does not provide one.
         self.dropped_libraries: tuple[str, ...] = ()
+        self.calls_into: tuple[str, ...] = ()  # as FunctionFacts.calls_into, of the top level (class bodies too)
         # Whether it has a relative import: the only part of the facts that depends on the package
         # the module is imported as. Without one, the facts serve every name it is reached by.
         self.relative_imports = False
@@ -498,6 +504,12 @@ def _post_init_hook(node: ast.ClassDef, decorators: list[str | None]) -> str:
             return ""  # the body's own __init__ is the class's, and calls the hook only if it says so
         return hook
     return ""
+
+
+def _package_and_module(dotted: str) -> str:
+    """`torch.nn` of `torch.nn.functional`, `torch` of `torch`: what FunctionFacts.calls_into holds."""
+    root, _, rest = dotted.partition(".")
+    return f"{root}.{rest.partition('.')[0]}" if rest else root
 
 
 def _forwards_init(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -821,6 +833,7 @@ class _FactsBuilder:
         self.dropped_libraries: set[str] = set()
         self.module_scope = _Scope(None)
         self.no_grad_depth = 0
+        self.calls_into: set[str] = set()  # the packages the body being walked calls into (FunctionFacts.calls_into)
         self.may_build = False  # a package that defines settings classes was imported: follow them
         self.has_tables = False  # some name holds a display of local functions (_Scope.tables)
         self.has_choices = False  # some name holds a conditional of classes (_Scope.choices)
@@ -1182,6 +1195,16 @@ class _FactsBuilder:
         is_name = func.__class__ is ast.Name
         qualname = self.qualify(func, scope)
         self._called = (call, qualname)
+        if qualname is not None:
+            root, _, rest = qualname.partition(".")
+            if root == THIS:
+                if self.stars:
+                    name = rest.partition(".")[0]
+                    if name not in self.local_defs and name not in self.module_scope.aliases:
+                        # `$.name` that a star import may bind (_star_global): a call into what it imports.
+                        self.calls_into.update(_package_and_module(m) for m in self.stars)
+            else:  # the package and its first module: some packages are torch-free in part (TORCH_FREE_MODULES)
+                self.calls_into.add(f"{root}.{rest.partition('.')[0]}" if rest else root)
         if qualname is None and is_name:
             held = scope.instance(func.id)
             if held:
@@ -1658,7 +1681,9 @@ class _FactsBuilder:
         plain = not decorators or all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in decorators)
         guards: list[ParamIf] = []
         self._guarded = (facts.events, guards, facts.params) if plain else None
+        outer_calls, self.calls_into = self.calls_into, set()
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
+        facts.calls_into, self.calls_into = tuple(sorted(self.calls_into)), outer_calls
         self._guarded = None
         functions = self.facts.functions
         before = len(functions)
@@ -1876,7 +1901,9 @@ class _FactsBuilder:
         self._class_body_events: list[Event] = []
         self._deferred = []
         out: list[Event] = []
+        self.calls_into = set()
         self.body(tree.body, self.module_scope, out, prefix="")
+        self.facts.calls_into = tuple(sorted(self.calls_into))
         self._walk_deferred()  # function and method bodies see the module as it is once it has run
         self.facts.body = out
         classes = self.facts.classes

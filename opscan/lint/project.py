@@ -262,6 +262,29 @@ class EntryTrace(Plain):
             return {}
         return {p: where for p, where in _libs_of(self._root).items() if "." in p}
 
+    def calls_into(self) -> set[str]:
+        """What the run's own code calls into (FunctionFacts.calls_into: packages and their first modules),
+        less the packages the project provides: the entry module's top level and every function of it (uncalled ones may be entry
+        points), and each function they call, through the project. What an import runs is left out: the
+        top level of an imported module (its class bodies' layers, its decorators) and what that calls is
+        its set-up, not the run's work (ultralytics' `nn/modules/conv.py` builds `nn.SiLU()` in a class
+        body when imported). Computed when asked (DET001 and DET002 ask, about to report)."""
+        entry = self.entry
+        out = set(entry.facts.calls_into)
+        for func in entry.facts.functions.values():
+            out.update(func.calls_into)
+        if self._root is None:
+            return out
+        project = self._walker.project
+        by_path = {mod.path: mod for mod in project._modules.values()}
+        for path, qualname in _called_below(self._root):
+            mod = by_path.get(path)
+            func = mod.facts.functions.get(qualname) if mod is not None else None
+            if func is not None:
+                out.update(func.calls_into)
+        search = self._walker.search
+        return {p for p in out if p and not project._provides_to(p.partition(".")[0], search)}
+
     def uncalled(self) -> list[TraceEvent]:
         """The events of the entry module's functions and methods that its run never calls (other
         code may: they are entry points too), each walked once; computed when asked."""
@@ -1185,6 +1208,24 @@ def _entered_below(top: _Record) -> set[tuple[str, str]]:
                     seen.add(id(child))
                     pending_records.append(child)
     return walked
+
+
+def _called_below(top: _Record) -> set[tuple[str, str]]:
+    """The functions a record's own code calls, and those they call, by (path, qualname): not what an import
+    runs (a module's top level, and what it calls), which is the imported module's work, not the run's."""
+    entered: set[tuple[str, str]] = set()
+    seen: set[int] = set()
+    pending_records = [top]
+    while pending_records:
+        rec = pending_records.pop()
+        for op in rec.ops:
+            if op[0] == _ENTER:
+                entered.add(op[1])
+                child = op[2]
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    pending_records.append(child)
+    return entered
 
 
 def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:

@@ -55,7 +55,12 @@ def test_the_backend_is_read_at_the_first_import(tmp_path):
     assert ctx.backends_on_torch == frozenset()
 
 
-def test_torch_imported_by_the_script_itself_still_runs_torch(tmp_path):
-    ctx = _context(tmp_path, 'import os\nos.environ["KERAS_BACKEND"] = "jax"\nimport torch\n' + SEED)
+def test_torch_called_by_the_script_itself_still_runs_torch(tmp_path):
+    ctx = _context(tmp_path, 'import os\nos.environ["KERAS_BACKEND"] = "jax"\nimport torch\n' + SEED + "x = torch.zeros(2)\n")
     assert ctx.uses_torch
     assert ctx.seeded_libs == {"random", "numpy"}  # keras on jax seeds no torch
+
+
+def test_torch_imported_and_never_called_runs_nothing(tmp_path):
+    ctx = _context(tmp_path, 'import os\nos.environ["KERAS_BACKEND"] = "jax"\nimport torch\n' + SEED)
+    assert not ctx.uses_torch

@@ -48,15 +48,17 @@ def oracle(seq: list[int], first_line: int, checks_cublas: bool = True) -> set[t
     enables = [(ln, a) for ln, (kind, _, a) in atoms if kind == "enable"]
     disabled = any(kind == "disable" for _, (kind, _, _) in atoms)
     envs = [(ln, a) for ln, (kind, _, a) in atoms if kind == "env"]
+    # The script calls torch (importing it is not using it): DET001 and DET002 have GPU work to speak of.
+    uses_torch = any(kind in ("enable", "disable", "cuda") or (kind == "seed" and a["lib"] == "torch") for _, (kind, _, a) in atoms)
     out = set()
-    if seeds and not enables and not disabled:
+    if seeds and not enables and not disabled and uses_torch:
         out.add((seeds[0], "DET001"))
     if not checks_cublas:
         pass
     elif not envs:
         if enables:
             out.add((enables[0][0], "DET002"))
-        elif seeds and not disabled:
+        elif seeds and not disabled and uses_torch:
             out.add((seeds[0], "DET002"))
     for ln, a in envs:
         if not a["valid"] and checks_cublas:

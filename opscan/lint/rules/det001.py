@@ -81,13 +81,17 @@ would report workers whose determinism does hold on every Linux run before
 itself.) `torchrun` and `torch.distributed.elastic` start separate scripts:
 each is its own entry.
 
-A script that never runs torch is not flagged either: one whose code, and
-the project modules it imports, import nothing but the standard library and
+A script that never runs torch is not flagged either: one whose code that
+runs (its own, the top level of each project module it imports and each
+project function it calls) calls into nothing but the standard library and
 libraries that never run torch (numpy, pandas, scikit-learn, PIL, OpenCV,
-SimpleITK, nibabel, pydicom, h5py, ...), such as a data-splitting script that
-seeds `random`. An import of torch, or of any other library (timm, Lightning,
-batchgenerators, ...), anywhere in the script, in a function
-it does not call too, counts as running torch. Keras 3 counts only where the
+SimpleITK, nibabel, pydicom, h5py, MXNet, ...) and does no CUDA work, such as
+a data-splitting script that seeds `random` and imports a constant from a
+project module that imports torch (ultralytics' `data/split.py`): importing
+torch is not running it. A call into torch, or into any other library (timm,
+Lightning, batchgenerators, one lint does not know, ...), anywhere in that
+code or in a function of the script it does not call, counts as running
+torch. Keras 3 counts only where the
 script sets `KERAS_BACKEND` to `"torch"` before it imports keras (keras reads
 the variable then): on another backend, or one the script does not set (the
 default is TensorFlow, else `keras.json` or the launcher decide), keras never
