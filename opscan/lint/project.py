@@ -277,7 +277,7 @@ class EntryTrace(Plain):
             return out
         project = self._walker.project
         by_path = {mod.path: mod for mod in project._modules.values()}
-        for path, qualname in _called_below(self._root):
+        for path, qualname in _entered_below(self._root, imports=False):
             mod = by_path.get(path)
             func = mod.facts.functions.get(qualname) if mod is not None else None
             if func is not None:
@@ -1192,15 +1192,16 @@ def _spawns(rec: _Record, pos: int, found: list, seen: set) -> int:
     return pos
 
 
-def _entered_below(top: _Record) -> set[tuple[str, str]]:
-    """Every function entered inside a record, by (path, qualname)."""
+def _entered_below(top: _Record, imports: bool = True) -> set[tuple[str, str]]:
+    """Every function entered inside a record, by (path, qualname). Without `imports`, only those its own
+    code calls, and those they call: not what an import runs (a module's top level, and what it calls)."""
     walked: set[tuple[str, str]] = set()
     seen: set[int] = set()
     pending_records = [top]
     while pending_records:
         rec = pending_records.pop()
         for op in rec.ops:
-            if op[0] == _ENTER or op[0] == _LOAD:
+            if op[0] == _ENTER or (imports and op[0] == _LOAD):
                 if op[0] == _ENTER:
                     walked.add(op[1])
                 child = op[2]
@@ -1208,24 +1209,6 @@ def _entered_below(top: _Record) -> set[tuple[str, str]]:
                     seen.add(id(child))
                     pending_records.append(child)
     return walked
-
-
-def _called_below(top: _Record) -> set[tuple[str, str]]:
-    """The functions a record's own code calls, and those they call, by (path, qualname): not what an import
-    runs (a module's top level, and what it calls), which is the imported module's work, not the run's."""
-    entered: set[tuple[str, str]] = set()
-    seen: set[int] = set()
-    pending_records = [top]
-    while pending_records:
-        rec = pending_records.pop()
-        for op in rec.ops:
-            if op[0] == _ENTER:
-                entered.add(op[1])
-                child = op[2]
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    pending_records.append(child)
-    return entered
 
 
 def _libs_of(rec: _Record) -> dict[str, tuple[str, Loc]]:
