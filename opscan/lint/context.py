@@ -8,7 +8,7 @@ from opscan._plain import Plain, cached_property
 from opscan.codes import RuleInfo
 from opscan.findings import Finding, Fix
 from opscan.lint.model import CUBLAS, UNKNOWN, VALID_CUBLAS, Loc  # noqa: F401  (the rules import them from here)
-from opscan.lint.model import MISSING, Call, CudaWork, DeviceWork, Determinism, EnvRead, EnvWrite, Imported, Seed
+from opscan.lint.model import MISSING, Call, CudaWork, Determinism, EnvRead, EnvWrite, Imported, Seed
 from opscan.lint.modelled import BACKENDS, RESETTING, helper
 from opscan.lint.project import EntryTrace, TraceEvent
 
@@ -191,9 +191,7 @@ class Context:
 
         Last write wins: a flag set and then set back before the first CUDA work
         that follows it (`.cuda()`, a tensor on the GPU, ...) never applies to
-        any work. Work on a device lint cannot name (`.to(device)` with a
-        parameter, DeviceWork) may be CUDA work: it ends the stretch too.
-        `clears(effect)` says whether an effect undoes `event`'s.
+        any work. `clears(effect)` says whether an effect undoes `event`'s.
         `branches`: an effect in another branch of an `if` that holds `event`
         (`if fast: benchmark = True` / `else: benchmark = False`) runs on
         another path, so it undoes nothing.
@@ -203,7 +201,7 @@ class Context:
             return None
         for later in self.trace.effects[index + 1 :]:  # CudaWork and what clears are effects, never calls
             what = later.what
-            if what.__class__ is CudaWork or what.__class__ is DeviceWork:  # `.to(device)` may be CUDA work too
+            if what.__class__ is CudaWork:
                 return None
             if clears(what) and not (branches and self.apart(event, later)):
                 return later

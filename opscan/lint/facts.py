@@ -21,7 +21,7 @@ from opscan._plain import Frozen, Plain, by_fields
 from opscan.lint import apis, frameworks
 from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
-from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, DeviceWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
+from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
 from opscan.lint.nodes import iter_child_nodes, walk
 from opscan.lint.stars import BUILTIN_NAMES, read_all, star_order
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into), work on a device lint cannot name (DeviceWork)
+FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -1107,16 +1107,6 @@ class _FactsBuilder:
             return out
         return literal(node)
 
-    def _may_be_device(self, node: ast.AST, scope: _Scope) -> bool:
-        """Whether a `.to(...)` or `device=` argument that is no CUDA device lint can name may still be one:
-        a name or an attribute (a parameter, `self.device`, `args.device`), not a literal (`"cpu"`) nor a
-        torch name such as a dtype (`torch.float16`)."""
-        cls = node.__class__
-        if cls is ast.Name or cls is ast.Attribute or cls is ast.Subscript:
-            qualname = self.qualify(node, scope) if cls is not ast.Subscript else None
-            return not (qualname and qualname.startswith("torch."))
-        return False
-
     def _device_is_cuda(self, node: ast.AST, scope: _Scope) -> bool:
         pending = [node]  # the alternatives `a if c else b if d else ...`, without recursion
         while pending:
@@ -1296,8 +1286,6 @@ class _FactsBuilder:
             targets = list(call.args[:1]) + [k.value for k in call.keywords if k.arg == "device"]
             if any(self._device_is_cuda(t, scope) for t in targets):
                 out.append(Event(loc or _call_loc(call), CudaWork(".to(cuda)")))
-            elif any(self._may_be_device(t, scope) for t in targets):
-                out.append(Event(loc or _call_loc(call), DeviceWork(".to(device)")))
         elif qualname and qualname.startswith("torch."):
             if qualname in ("torch.cuda.init", "torch.set_default_device") and (
                 qualname == "torch.cuda.init" or (call.args and self._device_is_cuda(call.args[0], scope))
@@ -1305,11 +1293,9 @@ class _FactsBuilder:
                 out.append(Event(loc or _call_loc(call), CudaWork(qualname)))
             else:
                 for k in call.keywords:
-                    if k.arg == "device":
-                        if self._device_is_cuda(k.value, scope):
-                            out.append(Event(loc or _call_loc(call), CudaWork(f"{qualname}(device=cuda)")))
-                        elif self._may_be_device(k.value, scope):
-                            out.append(Event(loc or _call_loc(call), DeviceWork(f"{qualname}(device=...)")))
+                    if k.arg == "device" and self._device_is_cuda(k.value, scope):
+                        loc = loc or _call_loc(call)
+                        out.append(Event(loc, CudaWork(f"{qualname}(device=cuda)")))
         if scope.attrs:  # after its arguments were read: the call runs after that
             scope.attr_calls.append((call, qualname))
 

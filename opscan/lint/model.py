@@ -196,18 +196,6 @@ class CudaWork(Effect):
         self.call = call
 
 
-class DeviceWork(Effect):
-    """Work on a device lint cannot name, which may be CUDA's: `.to(device)`, `torch.randn(..., device=device)`
-    where `device` is a parameter or an attribute (ultralytics' `.to(self.device)`). It ends the stretch in
-    which a later write undoes a flag (Context.overridden), as CUDA work does; no rule reports it as CUDA work."""
-
-    _fields = ("call",)
-    __slots__ = _fields
-
-    def __init__(self, call: str):
-        self.call = call
-
-
 class Imported(Effect):
     """The import of a library that chooses, when first imported, whether it runs torch (`frameworks.BACKENDS`:
     keras reads KERAS_BACKEND then). The linker adds one where an import of it runs; no facts hold it."""

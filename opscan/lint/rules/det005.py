@@ -7,10 +7,8 @@ when benchmarking is still on once work runs on the GPU. Last write wins: a
 later `cudnn.benchmark = False`, or a helper that turns it off (MONAI's
 `set_determinism`, `Trainer(deterministic=True)`, transformers'
 `enable_full_determinism`, ...), clears it when it runs before the first CUDA
-work after the `True` (`.cuda()`, `.to("cuda")`, a tensor created on the GPU, or
-work on a device lint cannot name, which may be the GPU: `.to(device)` with a
-parameter or `self.device`), in execution order through project helpers. A
-reset after that work comes too late:
+work after the `True` (`.cuda()`, `.to("cuda")`, a tensor created on the GPU), in
+execution order through project helpers. A reset after that work comes too late:
 the finding stays, and so does one in another branch of the `if` that holds the
 `True` (`if args.fast: ... = True` / `else: ... = False`), which runs on another
 path.

@@ -8,9 +8,7 @@ Flags `torch.use_deterministic_algorithms(True, warn_only=True)`,
 
 Last write wins: a later call that enables determinism strictly, or turns it
 off, clears the finding when it runs before the first CUDA work after the
-warn-only call (or work on a device lint cannot name, as for DET005), in
-execution order: ultralytics' `finally: unset_deterministic()` after training
-on `self.device` clears nothing. One in another branch of the `if` that
+warn-only call, in execution order. One in another branch of the `if` that
 holds the warn-only call (`if args.lenient: ... warn_only=True` / `else:
 ... (True)`) runs on another path and clears nothing, as for DET005.
 
