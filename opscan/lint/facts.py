@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 28  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into), work on a device lint cannot name (DeviceWork); 28: calls that pass a parameter on (FunctionFacts.forwards)
+FACTS_VERSION = 28  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into), work on a device lint cannot name (DeviceWork); 28: calls that pass a parameter on (FunctionFacts.forwards), the rest of a body after an `if` that returns is its else (ParamIf.end)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -175,7 +175,8 @@ class ParamIf(Frozen):
     deterministic:`, `if seed is not None:`, `is True`, `== None`, `> 0`, ...): a call that binds it a literal,
     passed or its literal default, runs one branch only (the linker leaves out the other's events).
 
-    `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
+    `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too), and for an `if` of the
+    function's body itself whose body ends in `return` or `raise`, those of the rest of it. `pos` is where a
     call passes the parameter by position (None: keyword-only); in a method (`method`), where a call
     through an instance does (`self` not counted), which only a call of the class is sure to be.
     `keyword`: a call may pass it by keyword (False: positional-only). `default`: its default where that
@@ -260,6 +261,7 @@ class Forward(Frozen):
         self.taken = taken
 
 
+_LEAVES = (ast.Return, ast.Raise)  # statements that leave the function
 _GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
 _GUARD_IDENTITY = {ast.Is: "is", ast.IsNot: "is not"}  # with True, False or None
 _GUARD_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}  # with a literal
@@ -1735,8 +1737,12 @@ class _FactsBuilder:
                     self.block(stmt.body, scope, out, prefix)
                     mid = len(out)
                     self.block(stmt.orelse, scope, out, prefix)
-                    if len(out) > start:
-                        self._guard(stmt.test, scope, guarded, start, mid, len(out))
+                    # An `if` of the body itself (in no block) whose body ends leaving the function: what follows
+                    # it runs only where its test fails, as its `else` does (`if seed is None: return`). Its end,
+                    # the body's, is set once the body is walked (_walk_function).
+                    leaves = not self.nested and stmt.body[-1].__class__ in _LEAVES
+                    if len(out) > start or leaves:
+                        self._guard(stmt.test, scope, guarded, start, mid, -1 if leaves else len(out))
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -1869,7 +1875,12 @@ class _FactsBuilder:
         # Now that the functions inside it, which may rebind its names (`nonlocal`), are walked:
         if guards:
             rebound = self._rebound({g.param for g in guards}, node, inner)
-            facts.guards = tuple(g for g in guards if g.param not in rebound)
+            end = len(facts.events)  # where an `if` that leaves the function has its `else` end (see statement)
+            facts.guards = tuple(
+                g if g.end >= 0 else ParamIf(g.param, g.pos, g.keyword, g.default, g.test, g.const, g.method, g.start, g.mid, end)
+                for g in guards
+                if g.param not in rebound
+            )
         if passed:  # sifted once every function of the module is walked (see _sift_forwards)
             self._forwarders.append((node, inner, facts, passed))
         self.no_grad_depth, self._deferred = outer_no_grad, outer_deferred
