@@ -22,6 +22,7 @@ from opscan.lint import apis, frameworks
 from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
+from opscan.lint.modelled import MODELS
 from opscan.lint.nodes import iter_child_nodes, walk
 from opscan.lint.stars import BUILTIN_NAMES, read_all, star_order
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 27  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into)
+FACTS_VERSION = 28  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into); 28: calls that pass a parameter on (FunctionFacts.forwards), the rest of a body after an `if` that returns is its else (ParamIf.end)
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -155,8 +156,11 @@ def _module_facts(state: tuple) -> ModuleFacts:
         setattr(facts, name, value)
     facts.body = _unpack_events(facts.body)
     facts.functions = {
-        key: FunctionFacts(qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off, guards, calls_into)
-        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off, guards, calls_into in facts.functions
+        key: FunctionFacts(
+            qualname, Loc(line, col, end_line, end_col), _unpack_events(rows), params, decorators, grad_off, guards, calls_into,
+            forwards,
+        )
+        for key, qualname, line, col, end_line, end_col, rows, params, decorators, grad_off, guards, calls_into, forwards in facts.functions
     }
     return facts
 
@@ -171,7 +175,8 @@ class ParamIf(Frozen):
     deterministic:`, `if seed is not None:`, `is True`, `== None`, `> 0`, ...): a call that binds it a literal,
     passed or its literal default, runs one branch only (the linker leaves out the other's events).
 
-    `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too). `pos` is where a
+    `events[start:mid]` are the body's, `events[mid:end]` the `else`'s (an `elif` too), and for an `if` of the
+    function's body itself whose body ends in `return` or `raise`, those of the rest of it. `pos` is where a
     call passes the parameter by position (None: keyword-only); in a method (`method`), where a call
     through an instance does (`self` not counted), which only a call of the class is sure to be.
     `keyword`: a call may pass it by keyword (False: positional-only). `default`: its default where that
@@ -224,6 +229,39 @@ class ParamIf(Frozen):
         return value > const if test == ">" else value >= const
 
 
+class Forward(Frozen):
+    """A call in a function's body that passes one of the function's parameters on as it is: `_seed(seed=seed)`,
+    `_seed(seed)`, `super().__init__(seed=seed)`, `super().__init__(**kwargs)`. Where a call of the function binds
+    the parameter a literal, the linker gives the inner call that literal, so the guards of the function it calls
+    (ParamIf) are decided by it (flair's Corpus, pykeen's ERModel and torchrl's GRPO pass `seed` down so).
+
+    `event`: the inner call's index in the function's events; `slot`: where it passes the parameter, a position,
+    a keyword, or None for a `**` parameter passed whole as the call's only star. `param`, `pos`, `keyword`,
+    `default` and `method` as in ParamIf (for a `**` parameter: None, False, UNKNOWN, False), and `taken`, for a
+    `**` parameter, the parameters that take a keyword (so hold none of its items). Only a parameter the function
+    never binds again, in a function with no decorator other than staticmethod and classmethod, has one; a `**`
+    parameter only where the body reads it nowhere but in such calls (nothing adds to it or takes from it).
+    """
+
+    _fields = ("event", "slot", "param", "pos", "keyword", "default", "method", "taken")
+    __slots__ = _fields
+    __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
+
+    def __init__(
+        self, event: int, slot: int | str | None, param: str, pos: int | None, keyword: bool, default: Any, method: bool,
+        taken: tuple[str, ...] = (),
+    ):  # fmt: skip
+        self.event = event
+        self.slot = slot
+        self.param = param
+        self.pos = pos
+        self.keyword = keyword
+        self.default = default
+        self.method = method
+        self.taken = taken
+
+
+_LEAVES = (ast.Return, ast.Raise)  # statements that leave the function
 _GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
 _GUARD_IDENTITY = {ast.Is: "is", ast.IsNot: "is not"}  # with True, False or None
 _GUARD_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}  # with a literal
@@ -231,8 +269,13 @@ _NUMBERS = (bool, int, float)
 _SAFE_DECORATORS = frozenset({"staticmethod", "classmethod"})  # decorators that pass a call's arguments on unchanged
 
 
+def decidable(value: Any) -> Any:
+    """`value` where a guard may decide on it (a literal of _GUARD_TYPES), else UNKNOWN."""
+    return value if value.__class__ in _GUARD_TYPES or isinstance(value, str) else UNKNOWN
+
+
 class FunctionFacts(Plain):
-    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off", "guards", "calls_into")
+    _fields = ("qualname", "loc", "events", "params", "decorators", "grad_off", "guards", "calls_into", "forwards")
     __slots__ = _fields
 
     def __init__(
@@ -245,6 +288,7 @@ class FunctionFacts(Plain):
         grad_off: int = 0,
         guards: tuple[ParamIf, ...] = (),
         calls_into: tuple[str, ...] = (),
+        forwards: tuple[Forward, ...] = (),
     ):
         self.qualname = qualname  # within the module, e.g. "main", "Net.forward"
         self.loc = loc
@@ -259,6 +303,7 @@ class FunctionFacts(Plain):
         # (`torch.nn` of `torch.nn.Linear(...)`, `torch` of `torch.cat(...)`; not the module's own functions),
         # what says whether a run uses torch (Context.uses_torch).
         self.calls_into = calls_into
+        self.forwards = forwards  # its calls that pass a parameter on as it is (Forward)
 
 
 class ClassFacts(Plain):
@@ -310,7 +355,7 @@ class ModuleFacts(Plain):
                 value = [
                     (
                         key, f.qualname, f.loc.line, f.loc.col, f.loc.end_line, f.loc.end_col, _pack_events(f.events), f.params,
-                        f.decorators, f.grad_off, f.guards, f.calls_into,
+                        f.decorators, f.grad_off, f.guards, f.calls_into, f.forwards,
                     )
                     for key, f in value.items()
                 ]  # fmt: skip
@@ -765,18 +810,30 @@ def _chain_root(node: ast.AST) -> str | None:
     return node.id if node.__class__ is ast.Name else None
 
 
+# The statements that hold blocks of statements (but for defs, classes and `match`, which _bound_by reads apart).
+_BLOCKS = frozenset(
+    [ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try] + ([ast.TryStar] if hasattr(ast, "TryStar") else [])
+)
+
+
 def _bound_by(body: list[ast.stmt], names: set[str]) -> set[str]:
     """Which of `names` the statements of a function's `body` bind: assignments, loops, `with`, `del`, imports,
     defs, `except ... as`, and `global` or `nonlocal` in a function defined inside it; a `match` or a `type`
     statement may bind any. Statements only, not expressions: a walrus is looked for in the text (see
-    _FactsBuilder._guards_of), and comprehensions bind in scopes of their own. Asked only of the few
-    functions with guards, so the facts walk keeps no record of what every body binds."""
+    _FactsBuilder._rebound), and comprehensions bind in scopes of their own. Asked only of the functions
+    with guards or Forwards, so the facts walk keeps no record of what every body binds."""
     found: set[str] = set()
     pending: list[tuple[ast.stmt, bool]] = [(s, False) for s in body]  # (statement, in a function defined inside)
     targets: list[ast.AST] = []
     while pending:
         stmt, inner = pending.pop()
         cls = stmt.__class__
+        if cls is ast.Expr or cls is ast.Return:  # the commonest statements: they bind nothing, and hold no block
+            continue
+        if cls is ast.Assign:
+            if not inner:
+                targets += stmt.targets
+            continue
         if cls is ast.Global or cls is ast.Nonlocal:
             if inner:
                 found.update(n for n in stmt.names if n in names)
@@ -792,7 +849,7 @@ def _bound_by(body: list[ast.stmt], names: set[str]) -> set[str]:
             pending += [(s, True) for case in getattr(stmt, "cases", ()) for s in case.body]
             continue
         if not inner:
-            if cls is ast.Assign or cls is ast.Delete:
+            if cls is ast.Delete:
                 targets += stmt.targets
             elif cls is ast.AugAssign or cls is ast.AnnAssign or cls is ast.For or cls is ast.AsyncFor:
                 targets.append(stmt.target)
@@ -802,12 +859,13 @@ def _bound_by(body: list[ast.stmt], names: set[str]) -> set[str]:
                 found.update(a.asname or a.name.partition(".")[0] for a in stmt.names if (a.asname or a.name.partition(".")[0]) in names)
             elif cls is ast.Try or cls.__name__ == "TryStar":
                 found.update(h.name for h in stmt.handlers if h.name in names)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, field, None)
-            if block.__class__ is list:
-                pending += [(s, inner) for s in block]
-        for handler in getattr(stmt, "handlers", ()):
-            pending += [(s, inner) for s in handler.body]
+        if cls in _BLOCKS:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, field, None)
+                if block.__class__ is list:
+                    pending += [(s, inner) for s in block]
+            for handler in getattr(stmt, "handlers", ()):
+                pending += [(s, inner) for s in handler.body]
     while targets:  # names, in tuples and lists, starred too; an attribute or subscript binds none
         target = targets.pop()
         cls = target.__class__
@@ -819,6 +877,87 @@ def _bound_by(body: list[ast.stmt], names: set[str]) -> set[str]:
         elif cls is ast.Starred:
             targets.append(target.value)
     return found
+
+
+def _passed_on(call: ast.Call, params: tuple[str, ...], at: int, found: list[tuple]) -> None:
+    """Add to `found` each of `params` that `call` (the event at index `at`) passes as it is: (at, slot,
+    parameter), the slot a position before any `*`, a keyword, or None for a `**` that is the call's only star."""
+    args = call.args
+    star = False
+    for pos, value in enumerate(args):
+        if value.__class__ is ast.Starred:
+            star = True
+            break
+        if value.__class__ is ast.Name and value.id in params:
+            found.append((at, pos, value.id))
+    spread = [k.value for k in call.keywords if k.arg is None]
+    for k in call.keywords:
+        value = k.value
+        if value.__class__ is ast.Name and value.id in params:
+            if k.arg is not None:
+                found.append((at, k.arg, value.id))
+            elif not star and len(spread) == 1:
+                found.append((at, None, value.id))
+
+
+def _spread_only(node: ast.AST, name: str) -> bool:
+    """Whether a function reads its `**name` parameter only to pass it on whole (`f(**name)`), so that it holds
+    what the call of the function gave it: no `name.pop(...)`, `name["seed"] = ...` or `del name`."""
+    reads = spreads = 0
+    for n in walk(node):
+        cls = n.__class__
+        if cls is ast.Name and n.id == name:
+            reads += 1
+        elif cls is ast.keyword and n.arg is None and n.value.__class__ is ast.Name and n.value.id == name:
+            spreads += 1
+    return reads == spreads
+
+
+def _for_targets(text: str, names: set[str]) -> set[str]:
+    """Those of `names` that may be in the target of a `for` in `text` (a function's source): among the names
+    that follow the word `for`, over commas, brackets, stars, space and comments, up to `in` or any other
+    text (`[f(seed) for seed in seeds]`, `for (i, seed) in`). A comprehension's target is local to it and
+    `_bound_by` reads statements only, so a call in it would seem to pass the parameter on."""
+    found: set[str] = set()
+    size = len(text)
+    at = text.find("for")
+    while at >= 0:
+        i = at + 3
+        if (at == 0 or not _is_word(text[at - 1])) and (i == size or not _is_word(text[i])):
+            while i < size:
+                c = text[i]
+                if c in _TARGET_CHARS:
+                    i += 1
+                elif c == "#":  # a comment, inside brackets
+                    i = text.find("\n", i)
+                    if i < 0:
+                        break
+                elif _is_word(c):
+                    j = i + 1
+                    while j < size and _is_word(text[j]):
+                        j += 1
+                    word = text[i:j]
+                    if word in names:
+                        found.add(word)
+                    elif word == "in":  # the target ends there
+                        break
+                    i = j
+                else:
+                    break
+        at = text.find("for", at + 3)
+    return found
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+_TARGET_CHARS = frozenset(" \t\n\\,()[]*")  # what may stand between the names of a `for` target
+
+
+def _callee_at(facts: FunctionFacts, at: int) -> str:
+    """The callee of the call event at index `at` of a function (one that passes a parameter on: named)."""
+    return facts.events[at].what.qualname
 
 
 def _call_loc(call: ast.Call) -> Loc:
@@ -844,9 +983,12 @@ class _FactsBuilder:
         self._called: tuple[ast.Call | None, str | None] = (None, None)
         self.nested = 0  # how many branches, loops, `with` and `try` blocks hold the statement walked
         self._self_attrs: dict[str, tuple[str, str] | None] = {}  # attribute -> (class, callee) of its only store (_store_self)
-        # The events, guards and parameters of the function walked, where it may have guards.
-        self._guarded: tuple[list[Event], list[ParamIf], tuple[str, ...]] | None = None
+        # The events, guards and parameters of the function walked, where it may have guards, and the calls that
+        # pass one of its parameters on (event index, slot, parameter: see Forward), for `_sift_forwards`.
+        self._guarded: tuple[list[Event], list[ParamIf], tuple[str, ...], list[tuple]] | None = None
         self.stars: list[str] = []  # the top level's `from m import *` modules so far (ModuleFacts.stars)
+        # The functions with calls that pass a parameter on: (node, scope, facts, those calls), see _sift_forwards.
+        self._forwarders: list[tuple] = []
         self._star_nodes: set[int] = set()
 
     # -- names ------------------------------------------------------------
@@ -1221,6 +1363,10 @@ class _FactsBuilder:
         # COMMANDS[name](). Each may run there, as a call of it would.
         refs: list[str] = []
         loader = qualname in DATALOADERS  # its callbacks are followed by its Loader event instead
+        # The parameters of the function whose body this is, where it may pass one on (see Forward).
+        guarded = self._guarded
+        params = guarded[2] if guarded is not None and out is guarded[0] else ()
+        passes = False  # a name among the arguments is one of them
         # A name bound to a choice of classes that may be DataLoaders: `loader(dataset, ...)`.
         chosen = scope.choice(func.id) if qualname is None and is_name and self.has_choices else None
         if not loader:
@@ -1228,6 +1374,8 @@ class _FactsBuilder:
             for value in call.args:
                 cls = value.__class__
                 if cls is Name:
+                    if value.id in params:
+                        passes = True
                     q = scope.lookup(value.id) if starter or value.id in local_defs else None  # an imported worker too
                     if q and (starter or q.startswith(_THIS_DOT)):
                         refs.append(q)
@@ -1239,6 +1387,8 @@ class _FactsBuilder:
                 value = k.value
                 cls = value.__class__
                 if cls is Name:
+                    if value.id in params:
+                        passes = True
                     q = scope.lookup(value.id) if starter or value.id in local_defs else None  # an imported worker too
                     if q and (starter or q.startswith(_THIS_DOT)):
                         refs.append(q)
@@ -1260,6 +1410,13 @@ class _FactsBuilder:
             args = self.call_args(call, scope, constants=qualname in _CONSTANT_CALLS)
             loc = _call_loc(call)
             out.append(Event(loc, Call(qualname, method, args, tuple(refs), self.no_grad_depth > 0)))
+            # Only a call the linker may enter gets a value passed on (see Forward): not a modelled API's, nor
+            # one into a library the project does not provide (kept for an op rule), which it never enters.
+            if (
+                passes and qualname is not None and qualname not in MODELS
+                and (self.calls is None or qualname.partition(".")[0] not in self.calls.libraries)
+            ):  # fmt: skip
+                _passed_on(call, params, len(out) - 1, guarded[3])
         elif dropped:
             self.dropped_libraries.add(dropped)
         if loader:
@@ -1566,8 +1723,12 @@ class _FactsBuilder:
                     self.block(stmt.body, scope, out, prefix)
                     mid = len(out)
                     self.block(stmt.orelse, scope, out, prefix)
-                    if len(out) > start:
-                        self._guard(stmt.test, scope, guarded, start, mid, len(out))
+                    # An `if` of the body itself (in no block) whose body ends leaving the function: what follows
+                    # it runs only where its test fails, as its `else` does (`if seed is None: return`). Its end,
+                    # the body's, is set once the body is walked (_walk_function).
+                    leaves = not self.nested and stmt.body[-1].__class__ in _LEAVES
+                    if len(out) > start or leaves:
+                        self._guard(stmt.test, scope, guarded, start, mid, -1 if leaves else len(out))
         elif cls is ast.With or cls is ast.AsyncWith:
             no_grad = 0
             for item in stmt.items:
@@ -1680,7 +1841,16 @@ class _FactsBuilder:
         decorators = node.decorator_list
         plain = not decorators or all(d.__class__ is ast.Name and d.id in _SAFE_DECORATORS for d in decorators)
         guards: list[ParamIf] = []
-        self._guarded = (facts.events, guards, facts.params) if plain else None
+        passed: list[tuple] = []
+        if plain:
+            # The parameters a call binds one by one (`_place`): not `*args`, nor a method's `self`.
+            a = node.args
+            params = facts.params if a.vararg is None else tuple(p for p in facts.params if p != a.vararg.arg)
+            if inner.class_name is not None and (a.posonlyargs or a.args) and not any(d.id == "staticmethod" for d in decorators):
+                params = params[1:]
+            self._guarded = (facts.events, guards, params, passed)
+        else:
+            self._guarded = None
         outer_calls, self.calls_into = self.calls_into, set()
         self.body(node.body, inner, facts.events, prefix=f"{facts.qualname}.")
         facts.calls_into, self.calls_into = tuple(sorted(self.calls_into)), outer_calls
@@ -1688,8 +1858,17 @@ class _FactsBuilder:
         functions = self.facts.functions
         before = len(functions)
         self._walk_deferred()  # functions defined inside, once this body's names are all bound
-        if guards:  # now that the functions inside it, which may rebind its names (`nonlocal`), are walked
-            facts.guards = self._guards_of(guards, node, inner)
+        # Now that the functions inside it, which may rebind its names (`nonlocal`), are walked:
+        if guards:
+            rebound = self._rebound({g.param for g in guards}, node, inner)
+            end = len(facts.events)  # where an `if` that leaves the function has its `else` end (see statement)
+            facts.guards = tuple(
+                g if g.end >= 0 else ParamIf(g.param, g.pos, g.keyword, g.default, g.test, g.const, g.method, g.start, g.mid, end)
+                for g in guards
+                if g.param not in rebound
+            )
+        if passed:  # sifted once every function of the module is walked (see _sift_forwards)
+            self._forwarders.append((node, inner, facts, passed))
         self.no_grad_depth, self._deferred = outer_no_grad, outer_deferred
         # Whether it turns gradients off for what it decorates (see below), where its last statement may
         # return what such a function does: `G()(fn)`, `torch.no_grad()`, a conditional, or a function it
@@ -1710,7 +1889,7 @@ class _FactsBuilder:
     def _guard(self, test: ast.AST, scope: _Scope, guarded: tuple, start: int, mid: int, end: int) -> None:
         """Add the `if` whose test is `test` and whose events are `start:mid` (body) and `mid:end` (else) to the
         function's guards (`guarded`: its events, guards and parameters) where the test reads a parameter alone
-        (`_guards_of` then keeps those of the parameters the function never binds again)."""
+        (`_rebound` then tells the parameters the function binds again)."""
         cls = test.__class__
         const = None
         if cls is ast.Name:
@@ -1730,6 +1909,15 @@ class _FactsBuilder:
             return
         if name not in guarded[2]:
             return  # a local variable, the commonest case
+        place = self._place(name, scope)
+        if place is not None:
+            pos, keyword, default, method = place
+            guarded[1].append(ParamIf(name, pos, keyword, default, kind, const, method, start, mid, end))
+
+    @staticmethod
+    def _place(name: str, scope: _Scope) -> tuple[int | None, bool, Any, bool] | None:
+        """How a call binds the parameter `name` of the function whose body `scope` is: its `pos`, `keyword`,
+        `default` and `method`, as ParamIf has them. None for `*args`, `**kwargs` and a method's `self`."""
         node = scope.node
         a = node.args
         positional = a.posonlyargs + a.args
@@ -1743,7 +1931,7 @@ class _FactsBuilder:
         else:
             at = next((i for i, p in enumerate(a.kwonlyargs) if p.arg == name), None)
             if at is None:
-                return  # *args or **kwargs: no literal
+                return None  # *args or **kwargs: no literal
             default = a.kw_defaults[at]  # None: a keyword-only parameter with no default
             default = UNKNOWN if default is None else literal(default)
             keyword = True
@@ -1752,21 +1940,92 @@ class _FactsBuilder:
             method = False  # no receiver: a call passes its arguments as they are, through the class or an instance
         elif method and pos is not None:
             if not pos:
-                return  # `self` (`cls`): the receiver, never an argument
+                return None  # `self` (`cls`): the receiver, never an argument
             pos -= 1  # as a call through an instance passes it; `self` is never passed so
-        guarded[1].append(ParamIf(name, pos, keyword, default, kind, const, method, start, mid, end))
+        return pos, keyword, default, method
 
-    def _guards_of(self, found: list[ParamIf], node, scope: _Scope) -> tuple[ParamIf, ...]:
-        """Those of a function's guards whose parameter its body never binds again: as its statements bind
-        names (`_bound_by`), where no walrus is on one of its lines; else as `_bindings` reads every node."""
+    def _rebound(self, names: set[str], node, scope: _Scope, comprehensions: bool = False) -> set[str]:
+        """Those of a function's parameters `names` that its body binds again: as its statements bind names
+        (`_bound_by`), where no walrus is on one of its lines; else as `_bindings` reads every node. With
+        `comprehensions`, also those a `for` may bind (`_for_targets`: a comprehension's, which a call in it
+        reads; a loop's binds it again anyway). Asked of few functions."""
         lines = self.facts.lines
-        if lines is None or ":=" in "".join(lines[node.lineno - 1 : node.end_lineno]):  # asked of few functions
+        text = None if lines is None else "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        if text is None or ":=" in text:
             if scope._bound is None:
                 scope._bound = _bindings(node)
             once = scope._bound[2]
-            return tuple(g for g in found if g.param in once)
-        bound = _bound_by(node.body, {g.param for g in found})
-        return tuple(g for g in found if g.param not in bound)
+            found = {name for name in names if name not in once}
+        else:
+            found = _bound_by(node.body, names)
+        if comprehensions and text is not None and "for" in text:
+            found |= _for_targets(text, names)
+        return found
+
+    def _sift_forwards(self) -> None:
+        """Set the Forwards of the module's functions, from the calls of each that pass a parameter on, keeping
+        those whose callee may read what it is given: not a function of this module with neither guards nor
+        calls that pass one on to such a callee in turn (most are not: the few this leaves are worth the
+        look at what each function binds again, in `_forwards_of`)."""
+        functions, classes = self.facts.functions, self.facts.classes
+        reads = {qualname for qualname, f in functions.items() if f.guards}
+        if self.stars:  # a star import may bind any name last (Project._through_stars): any may be read
+            reads = None
+
+        def may_read(qualname: str) -> bool:
+            if reads is None or not qualname.startswith(_THIS_DOT) or "<" in qualname:
+                return True  # another module's, or `cls.name()`, `super().name()`: not known here
+            local = qualname[len(_THIS_DOT) :]
+            if local in classes:
+                local += ".__init__"  # a base's where not its own, maybe in another module
+                if local not in functions:
+                    return True
+            return local in reads if local in functions else True
+
+        pending = self._forwarders
+        changed = True
+        while changed and reads is not None:  # who passes on to a reader reads too, up the module's chains
+            changed = False
+            for _, _, facts, passed in pending:
+                if facts.qualname not in reads and any(may_read(_callee_at(facts, at)) for at, _, _ in passed):
+                    reads.add(facts.qualname)
+                    changed = True
+        for node, scope, facts, passed in pending:
+            kept = [c for c in passed if may_read(_callee_at(facts, c[0]))]
+            if kept:
+                facts.forwards = self._forwards_of(kept, node, scope)
+
+    def _forwards_of(self, passed: list[tuple], node, scope: _Scope) -> tuple[Forward, ...]:
+        """A function's Forwards, from the calls that pass one of its parameters on (`passed`: event index, slot,
+        parameter): those of a parameter a call binds (not `*args`, nor `self`) that it never binds again, and
+        of its `**` parameter passed whole where it reads that nowhere else (see Forward)."""
+        a = node.args
+        spread = a.kwarg.arg if a.kwarg is not None else None
+        places: dict[str, tuple | None] = {}
+        kept = []
+        for at, slot, name in passed:
+            if slot is None:
+                if name == spread:
+                    kept.append((at, slot, name, None))
+                continue
+            if name not in places:
+                places[name] = self._place(name, scope)
+            if places[name] is not None:
+                kept.append((at, slot, name, places[name]))
+        if not kept:
+            return ()
+        rebound = self._rebound({name for _, _, name, _ in kept}, node, scope, comprehensions=True)
+        if (
+            spread is not None and spread not in rebound and any(slot is None for _, slot, _, _ in kept)
+            and not _spread_only(node, spread)
+        ):  # fmt: skip
+            rebound.add(spread)
+        taken = tuple(p.arg for p in a.args + a.kwonlyargs)
+        return tuple(
+            Forward(at, slot, name, *place) if place is not None else Forward(at, None, name, None, False, UNKNOWN, False, taken)
+            for at, slot, name, place in kept
+            if name not in rebound
+        )
 
     def _turns_grad_off(self, node: ast.AST, scope: _Scope) -> bool:
         """Whether a context manager or decorator expression turns gradients off: `torch.no_grad()`,
@@ -1906,6 +2165,8 @@ class _FactsBuilder:
         self.facts.calls_into = tuple(sorted(self.calls_into))
         self._walk_deferred()  # function and method bodies see the module as it is once it has run
         self.facts.body = out
+        if self._forwarders:
+            self._sift_forwards()
         classes = self.facts.classes
         for attr, kept in self._self_attrs.items():
             if kept is not None and kept[0] in classes:

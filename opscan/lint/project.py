@@ -24,6 +24,7 @@ from opscan._plain import Frozen, Plain
 from opscan.lint.apis import DATALOADERS, FRESH_METHODS, START_METHOD_SETTERS, method_set, start_method
 from opscan.lint.facts import (
     CLS_CALL, GRAD_OFF_DECORATOR, GRAD_OFF_FACTORY, SUPER_CALL, THIS, ClassFacts, Event, FunctionFacts, ModuleFacts,
+    decidable,
 )  # fmt: skip
 from opscan.lint.frameworks import STARRED
 from opscan.lint.model import UNKNOWN, Call, CallArgs, EnvWrite, Guard, Import, Imported, Loader, Loc
@@ -34,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs lint start-up ~3 ms; annotations are strings here
     from typing import Any, Callable
 
-    from opscan.lint.facts import ParamIf
+    from opscan.lint.facts import Forward, ParamIf
     from opscan.lint.model import Effect
     from opscan.lint.scripts import ConsoleScript
 
@@ -1025,7 +1026,7 @@ def _skipped(guards: tuple[ParamIf, ...], args: CallArgs, bound: bool) -> tuple[
     return tuple(out)
 
 
-def _bound_value(guard: ParamIf, args: CallArgs, bound: bool) -> Any:
+def _bound_value(guard: ParamIf | Forward, args: CallArgs, bound: bool) -> Any:
     """What a call with `args` binds a guard's parameter to, as Python binds a call's arguments (the
     reference's "Calls", https://docs.python.org/3/reference/expressions.html#calls): the keyword of its
     name (none for a positional-only one), else the positional argument at its place, else its default.
@@ -1043,6 +1044,51 @@ def _bound_value(guard: ParamIf, args: CallArgs, bound: bool) -> Any:
     if pos is not None and pos < len(args.args):
         return UNKNOWN if guard.method and not bound else args.args[pos]
     return UNKNOWN if args.star else guard.default
+
+
+def _forwarded_value(forward: Forward, args: CallArgs, bound: bool) -> Any:
+    """What a call with `args` binds the parameter a Forward passes on to, where a guard may decide on it
+    (facts.decidable, see _bound_value), or for a `**` parameter its items, (keyword, such a literal or
+    UNKNOWN) pairs: the keywords no other parameter takes. UNKNOWN where not known (a `**` one: under a star)."""
+    if forward.slot is None:
+        if args.star:
+            return UNKNOWN
+        taken = forward.taken
+        return tuple((key, decidable(value)) for key, value in args.kwargs if key not in taken)
+    return decidable(_bound_value(forward, args, bound))
+
+
+def _pass(args: CallArgs, slot: int | str | None, value: Any) -> CallArgs | None:
+    """`args` of a call that passes a parameter on at `slot` (see Forward) with the parameter's `value` there;
+    None where the facts read something there already (a settings object) or, for a `**` parameter's
+    items, where one is a keyword the call passes itself (Python would refuse the call)."""
+    if slot is None:
+        given = {key for key, _ in args.kwargs}
+        if any(key in given for key, _ in value):
+            return None
+        return CallArgs(args.args, args.kwargs + value, False)
+    if slot.__class__ is int:
+        if slot >= len(args.args) or args.args[slot] is not UNKNOWN:
+            return None
+        return CallArgs((*args.args[:slot], value, *args.args[slot + 1 :]), args.kwargs, args.star)
+    kwargs = args.kwargs
+    at = next((i for i, (key, _) in enumerate(kwargs) if key == slot), None)
+    if at is None or kwargs[at][1] is not UNKNOWN:
+        return None
+    return CallArgs(args.args, (*kwargs[:at], (slot, value), *kwargs[at + 1 :]), args.star)
+
+
+class _Passed(Frozen):
+    """What a call of a function gave the calls of its body that pass a parameter on (FunctionFacts.forwards):
+    (event index, slot, value) for each that got a value. Part of the memo of the function's walk, whose
+    inner calls differ with it."""
+
+    _fields = ("given",)
+    __slots__ = _fields
+
+    def __init__(self, given: tuple[tuple[int, int | str | None, Any], ...]):
+        self.given = given
+
 
 
 _HOOK_ARGS = CallArgs(star=True)  # a __post_init__ call: its InitVars, unknown
@@ -1430,7 +1476,9 @@ class _Walker:
         elif kind == "function":
             # Only a classmethod's calls depend on the class it is called on (inline: this runs for every call).
             callee = self._receiver(mod, qualname, target, func, receiver) if target[2].params[:1] == ("cls",) else None
-            ops.append(self._enter_op(mod, ev, target[1], target[2], receiver=callee, args=what.args))
+            # `super().name(...)` passes `self` as a call of the class does: its positions are sure.
+            bound = SUPER_CALL in qualname
+            ops.append(self._enter_op(mod, ev, target[1], target[2], receiver=callee, args=what.args, bound=bound))
         elif kind == "class":
             cls_mod, cls = target[1], target[2]
             ops.append((_CLASS, (cls_mod.path, cls.name), (cls_mod, cls)))
@@ -1523,6 +1571,11 @@ class _Walker:
         if receiver is not None:  # walked apart for each class it is called on: its `cls.name()` calls differ
             memo += (receiver[0].path, receiver[0].name, receiver[1].name)
         events = func.events
+        if func.forwards and args is not None:
+            passed = self._pass_on(target_mod, func, args, bound)
+            if passed is not None:  # walked, and shared, apart from the body as it is read
+                memo = (*memo, passed[0])
+                events = passed[1]
         if func.guards and args is not None:
             skipped = _skipped(func.guards, args, bound)
             if skipped:  # walked, and shared, apart from the body as a whole
@@ -1530,6 +1583,46 @@ class _Walker:
                 events = [ev for i, ev in enumerate(events) if not any(start <= i < end for start, end in skipped)]
         frame = Frame(mod.path, ev.loc, display)
         return (_ENTER, key, target_mod, func, frame, worker, self.function_bit(key), memo, receiver, events)
+
+    def _pass_on(self, mod: Module, func: FunctionFacts, args: CallArgs, bound: bool) -> tuple[_Passed, list] | None:
+        """What a call with `args` (`bound` as in _enter_op) gives the calls in the body of `func` (of `mod`) that
+        pass one of its parameters on (its Forwards): the literal it binds the parameter to, where that call's
+        callee may read it (it has guards or Forwards of its own: other callees would only be walked apart for
+        nothing). With `func`'s events, those calls' arguments so; None where it gives none."""
+        events = func.events
+        given = []
+        changed: dict[int, CallArgs] = {}
+        reads: dict[int, bool] = {}
+        for forward in func.forwards:
+            value = _forwarded_value(forward, args, bound)
+            if value is UNKNOWN:
+                continue
+            at = forward.event
+            what = events[at].what
+            if at not in reads:
+                reads[at] = self._reads_passed(mod, what.qualname)
+            if reads[at]:
+                call_args = _pass(changed.get(at, what.args), forward.slot, value)
+                if call_args is not None:
+                    changed[at] = call_args
+                    given.append((at, forward.slot, value))
+        if not changed:
+            return None
+        out = list(events)
+        for at, call_args in changed.items():
+            ev = events[at]
+            what = ev.what
+            out[at] = Event(ev.loc, Call(what.qualname, what.method, call_args, what.refs, what.no_grad))
+        return _Passed(tuple(given)), out
+
+    def _reads_passed(self, mod: Module, qualname: str) -> bool:
+        """Whether what a call of `qualname` in `mod` enters may read the arguments it is given: a project
+        function (a class's `__init__`) with guards or Forwards."""
+        project = self.project
+        target = project.resolve(qualname, mod, self.search)
+        if target is not None and target[0] == "class":
+            target = project.find_method(target[1], target[2], "__init__", self.search)
+        return target is not None and target[0] == "function" and bool(target[2].guards or target[2].forwards)
 
     # -- walking -----------------------------------------------------------------
 
