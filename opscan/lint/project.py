@@ -283,8 +283,9 @@ class EntryTrace(Plain):
             func = mod.facts.functions.get(qualname) if mod is not None else None
             if func is not None:
                 out.update(func.calls_into)
+        # A project that provides `torch` is torch's own source (or a copy): a call into it runs torch.
         search = self._walker.search
-        return {p for p in out if p and not project._provides_to(p.partition(".")[0], search)}
+        return {p for p in out if p and (p.partition(".")[0] == "torch" or not project._provides_to(p.partition(".")[0], search))}
 
     def uncalled(self) -> list[TraceEvent]:
         """The events of the entry module's functions and methods that its run never calls (other

@@ -64,3 +64,13 @@ def test_torch_called_by_the_script_itself_still_runs_torch(tmp_path):
 def test_torch_imported_and_never_called_runs_nothing(tmp_path):
     ctx = _context(tmp_path, 'import os\nos.environ["KERAS_BACKEND"] = "jax"\nimport torch\n' + SEED)
     assert not ctx.uses_torch
+
+
+def test_a_call_into_the_projects_own_torch_runs_torch(tmp_path):
+    # Linting torch's own source: `torch` is a project package there, and calling it is still running torch.
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("def zeros(n):\n    return [0] * n\n")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("def helper():\n    return 1\n")
+    assert _context(tmp_path, "import random\nimport torch\nrandom.seed(0)\nx = torch.zeros(2)\n").uses_torch
+    assert not _context(tmp_path, "import random\nimport utils\nrandom.seed(0)\nx = utils.helper()\n").uses_torch
