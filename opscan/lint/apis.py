@@ -37,6 +37,15 @@ def _use_deterministic_algorithms(args: CallArgs) -> list[Effect]:
     return [Determinism(args.get("mode", 0, UNKNOWN), args.get("warn_only", 1, False))]
 
 
+# torch.set_deterministic(d), the name use_deterministic_algorithms had before 1.8: from the rename
+# (pytorch/pytorch PR #49904) it warns and calls `use_deterministic_algorithms(d)` (torch/__init__.py:
+# `def set_deterministic(d): ... warnings.warn(...); use_deterministic_algorithms(d)`), until its removal
+# (issue #58096). Where it is gone, the call raises AttributeError before any training: counting it as
+# enabling determinism never makes a false DET001 (fairseq's speech_to_speech benchmarking scripts).
+def _set_deterministic(args: CallArgs) -> list[Effect]:
+    return [Determinism(args.get("d", 0, UNKNOWN), False)]
+
+
 def _set_deterministic_debug_mode(args: CallArgs) -> list[Effect]:
     # torch/__init__.py: "default"/0 -> off, "warn"/1 -> warn_only, "error"/2 -> strict.
     mode = args.get("debug_mode", 0, UNKNOWN)
@@ -91,6 +100,7 @@ MODELS: dict[str, Callable[[CallArgs], list[Effect]]] = {
     "random.Random": _seed("x", "random-generator"),
     "numpy.random.Generator": lambda args: [],
     "torch.use_deterministic_algorithms": _use_deterministic_algorithms,
+    "torch.set_deterministic": _set_deterministic,
     "torch.set_deterministic_debug_mode": _set_deterministic_debug_mode,
     "os.environ.setdefault": _environ_setdefault,
     "os.environ.update": _environ_update,
