@@ -181,6 +181,14 @@ _STARTERS: dict[str, tuple[str | None, int | None, str]] = {
 }
 PROCESS_STARTERS = frozenset(_STARTERS)
 
+# Command-line runners that call the functions they are handed, in this process: a function imported from
+# another module is followed as one defined in the script is (litgpt's `CLI(PARSER_DATA)` of its
+# subcommands). Read: jsonargparse 4.53.0 jsonargparse/_cli.py (CLI and auto_cli end in
+# `_run_component(...)`, which calls the chosen function); fire 0.7.1 fire/core.py (Fire calls the
+# component the command line names); typer 0.29.3 typer/main.py (`run(function)` builds an app of it and
+# runs it); absl-py 2.5.1 absl/app.py (`run(main)` -> `_run_main` -> `sys.exit(main(argv))`).
+RUNNERS = frozenset({"jsonargparse.CLI", "jsonargparse.auto_cli", "fire.Fire", "typer.run", "absl.app.run"})
+
 
 def start_method(qualname: str | None, args: CallArgs) -> str | None:
     """How a call starts the processes that run the functions it gets ("spawn", "fork", ..., "default" for

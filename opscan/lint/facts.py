@@ -19,7 +19,7 @@ import warnings
 
 from opscan._plain import Frozen, Plain, by_fields
 from opscan.lint import apis, frameworks
-from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS
+from opscan.lint.apis import CONTEXT_CLASSES, CONTEXT_GETTERS, DATALOADERS, PROCESS_STARTERS, READ_CALLS, RUNNERS
 from opscan.lint.frameworks import SETTINGS_CLASSES
 from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, Cudnn, CudaWork, EnvRead, EnvWrite, Guard, Import, Loader, Loc, Named, truth
 from opscan.lint.modelled import MODELS
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from opscan.lint.relevance import CallFilter
 
 # Bump when the shape of the facts, or what they say of a file, changes, so stale cache entries are ignored.
-FACTS_VERSION = 28  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into); 28: calls that pass a parameter on (FunctionFacts.forwards), the rest of a body after an `if` that returns is its else (ParamIf.end)
+FACTS_VERSION = 28  # 12: noqa lines numbered as Python numbers them (source_lines); 13: events pickled flat; 14: devices named from parts (f"cuda:{rank}"), `os.environ |=`; 15: functions in a dict, list, tuple or set passed or called through as refs; init_process_group's arguments read through constants and `args.x = "nccl"`; 16: Loader events name the class called (a project class too), classes whether they forward __init__; 17: a name bound to a conditional of such classes (_Scope.choices) builds one when called; 18: functions' project decorators, and whether one is a decorator (or a factory of them) that turns gradients off; 19: inference_mode(False) leaves gradients on, set_grad_enabled(False) turns them off; 20: multiprocessing contexts named by their class (SpawnContext), an imported function handed to a process starter is a ref; 21: `super().name` in methods (SUPER_CALL); 22: `cls.name` in methods (CLS_CALL); 23: functions' guards (FunctionFacts.guards), classes' attributes set to built objects (ClassFacts.attrs), `Aug = RandomFlip` binds another name (an alias); 24: star imports (stars, star_bound), `__all__` (exports), names a star import may bind as `$.name`; 25: guards read a literal default, None comparisons, positional-only parameters (ParamIf.default, .keyword); 26: sentence-transformers' TrainingArguments classes are settings objects (Built); 27: the hook a dataclass's or attrs class's written __init__ calls (ClassFacts.post_init); guards compare with any literal, and order (`> 0`); the packages each scope calls into (calls_into); 28: calls that pass a parameter on (FunctionFacts.forwards), the rest of a body after an `if` that returns is its else (ParamIf.end); runners (apis.RUNNERS) take imported functions, tables keep imported names
 
 THIS = "$"  # stands for "this module" in qualified names until project linking
 _THIS_DOT = THIS + "."
@@ -1210,9 +1210,10 @@ class _FactsBuilder:
             chosen.append(qualname)
         return tuple(dict.fromkeys(chosen))
 
-    def refs_in(self, node: ast.AST, scope: _Scope) -> list[str]:
+    def refs_in(self, node: ast.AST, scope: _Scope, imported: bool = False) -> list[str]:
         """The local functions named in a display, nested ones too: a dict's values, the items of a list,
-        tuple or set (`{"train": train}`, `[a, b]`). A callee that gets the display may call any of them."""
+        tuple or set (`{"train": train}`, `[a, b]`). A callee that gets the display may call any of them.
+        `imported`: imported names too (for a runner, apis.RUNNERS, or a table one may get)."""
         refs: list[str] = []
         pending = [node]  # without recursion: displays may nest deep
         Name = ast.Name
@@ -1223,11 +1224,18 @@ class _FactsBuilder:
                 cls = item.__class__
                 if cls is Name:
                     q = scope.lookup(item.id)
-                    if q and q.startswith(_THIS_DOT):
+                    if q and (imported or q.startswith(_THIS_DOT)):
                         refs.append(q)
                 elif cls in _DISPLAYS:
                     pending.append(item)
         return refs
+
+    @staticmethod
+    def _table(scope: _Scope, name: str, imported: bool) -> list[str] | tuple[str, ...]:
+        """The functions a name bound to a display names (_Scope.table): the local ones, and for a runner
+        or a process starter (`imported`) the imported ones too."""
+        held = scope.table(name)
+        return held if imported else [q for q in held if q.startswith(_THIS_DOT)]
 
     def value(self, node: ast.AST | None, scope: _Scope) -> Any:
         """`literal(node)`, where a name (or a dict's key or value) bound once to a literal is that literal."""
@@ -1371,38 +1379,40 @@ class _FactsBuilder:
         chosen = scope.choice(func.id) if qualname is None and is_name and self.has_choices else None
         if not loader:
             Name, tables, local_defs = ast.Name, self.has_tables, self.local_defs
+            # A process starter or a command-line runner may get a function imported from another module.
+            imported = starter or qualname in RUNNERS
             for value in call.args:
                 cls = value.__class__
                 if cls is Name:
                     if value.id in params:
                         passes = True
-                    q = scope.lookup(value.id) if starter or value.id in local_defs else None  # an imported worker too
-                    if q and (starter or q.startswith(_THIS_DOT)):
+                    q = scope.lookup(value.id) if imported or value.id in local_defs else None  # an imported worker too
+                    if q and (imported or q.startswith(_THIS_DOT)):
                         refs.append(q)
                     elif tables:
-                        refs += scope.table(value.id)
+                        refs += self._table(scope, value.id, imported)
                 elif cls in _DISPLAYS:
-                    refs += self.refs_in(value, scope)
+                    refs += self.refs_in(value, scope, imported)
             for k in call.keywords:
                 value = k.value
                 cls = value.__class__
                 if cls is Name:
                     if value.id in params:
                         passes = True
-                    q = scope.lookup(value.id) if starter or value.id in local_defs else None  # an imported worker too
-                    if q and (starter or q.startswith(_THIS_DOT)):
+                    q = scope.lookup(value.id) if imported or value.id in local_defs else None  # an imported worker too
+                    if q and (imported or q.startswith(_THIS_DOT)):
                         refs.append(q)
                     elif tables:
-                        refs += scope.table(value.id)
+                        refs += self._table(scope, value.id, imported)
                 elif cls in _DISPLAYS:
-                    refs += self.refs_in(value, scope)
-            if func.__class__ is ast.Subscript:
+                    refs += self.refs_in(value, scope, imported)
+            if func.__class__ is ast.Subscript:  # `COMMANDS[name]()` calls one of them, an imported one too
                 held = func.value
                 if held.__class__ is Name:
                     if tables:
                         refs += scope.table(held.id)
                 elif held.__class__ in _DISPLAYS:
-                    refs += self.refs_in(held, scope)
+                    refs += self.refs_in(held, scope, imported=True)
         dropped = None if self.calls is None or refs else self.calls.dropped_library(qualname, method)
         args = None
         loc = None  # made only for a call with an event (most are dropped); then its events share it
@@ -1590,7 +1600,7 @@ class _FactsBuilder:
             if value is None:
                 return
             if value.__class__ in _DISPLAYS:
-                refs = self.refs_in(value, scope)
+                refs = self.refs_in(value, scope, imported=True)  # a runner may get it; other callees take the local ones
                 if refs:
                     scope.tables[name] = tuple(refs)
                     self.has_tables = True
