@@ -38,11 +38,32 @@ TORCH_FREE = frozenset(
 )
 
 
-# Modules of packages that run torch elsewhere, which never do (nor does importing them): nnU-Net's
-# dataset conversions call batchgenerators' file helpers only (batchgenerators 0.25.5 wheel:
-# batchgenerators/__init__.py and utilities/__init__.py are empty, utilities/*.py import os, pickle,
-# json, typing, numpy and sklearn).
-TORCH_FREE_MODULES = frozenset({"batchgenerators.utilities"})
+# Modules of packages that run torch elsewhere, which never do (as FunctionFacts.calls_into names them: the
+# package and its first module, or a name the package re-exports):
+# - nnU-Net's dataset conversions call batchgenerators' file helpers only (batchgenerators 0.25.5 wheel:
+#   batchgenerators/__init__.py and utilities/__init__.py are empty, utilities/*.py import os, pickle,
+#   json, typing, numpy and sklearn);
+# - OpenMMLab's dataset tools call mmengine's file and progress helpers (mmengine 0.10.7 wheel: no module
+#   of mmengine/fileio/ imports torch, nor does mmengine/utils/*.py, whose dl_utils subpackage is not
+#   re-exported; mmengine/__init__.py re-exports both with `*`, so `mmengine.load` is fileio's).
+_MMENGINE_TORCH_FREE = """
+    BaseFileHandler BaseStorageBackend FileClient HTTPBackend HardDiskBackend JsonHandler LmdbBackend
+    LocalBackend ManagerMeta ManagerMixin MemcachedBackend PetrelBackend PickleHandler ProgressBar
+    Timer TimerError YamlHandler apply_to call_command check_file_exist check_prerequisites check_time
+    concat_list copy_if_symlink_fails copyfile copyfile_from_local copyfile_to_local copytree
+    copytree_from_local copytree_to_local deprecated_api_warning deprecated_function dict_from_file
+    digit_version dump exists fopen generate_presigned_url get get_file_backend get_git_hash
+    get_installed_path get_local_path get_object_from_string get_text has_method
+    import_modules_from_strings install_package is_abs is_filepath is_installed is_list_of
+    is_method_overridden is_seq_of is_str is_tuple_of isdir isfile iter_cast join_path list_cast
+    list_dir_or_file list_from_file load mkdir_or_exist put put_text register_backend register_handler
+    remove requires_executable requires_package rmtree scandir slice_list symlink to_1tuple to_2tuple
+    to_3tuple to_4tuple to_ntuple track_iter_progress track_parallel_progress track_progress
+    track_progress_rich tuple_cast
+""".split()
+TORCH_FREE_MODULES = frozenset(
+    {"batchgenerators.utilities", "mmengine.fileio", "mmengine.utils", *(f"mmengine.{name}" for name in _MMENGINE_TORCH_FREE)}
+)
 
 
 def torch_free(package: str) -> bool:
