@@ -904,6 +904,21 @@ HELPERS: tuple[Helper, ...] = (
         ),
     ),
     Helper(
+        (
+            "mmengine.runner.Runner.set_randomness", "mmengine.runner.runner.Runner.set_randomness",
+            # a runner built by the classmethod constructor (`runner = Runner.from_cfg(cfg)`), as the facts name it
+            "mmengine.runner.Runner.from_cfg.set_randomness", "mmengine.runner.runner.Runner.from_cfg.set_randomness",
+        ),
+        "mmengine 0.10.7 wheel: mmengine/runner/runner.py:698-719, Runner.set_randomness(seed, diff_rank_seed=False, "
+        "deterministic=False) calls set_random_seed(seed=seed, deterministic=deterministic, diff_rank_seed=...) "
+        "(mmdet's tools/analysis_tools/test_robustness.py)",
+        (("seed", None), ("diff_rank_seed", False), ("deterministic", False)),
+        (
+            Seed(("random", "numpy", "torch", "torch-cuda")),
+            If("deterministic", (*_SEED_CUDNN_PAIR, Determinism(True, False))),
+        ),
+    ),
+    Helper(
         ("mmcv.runner.set_random_seed", "mmcv.runner.utils.set_random_seed"),
         "mmcv 1.7.2 sdist: mmcv/runner/utils.py (mmcv 2.x has no mmcv.runner). seed None raises in "
         "torch.manual_seed; never use_deterministic_algorithms",
