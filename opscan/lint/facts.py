@@ -15,6 +15,7 @@ from __future__ import annotations
 # (`from _ast import *`). `ast.py` itself would add `enum` and `contextlib` to every run's start-up,
 # about 2.5 ms of a one-file lint's ~45, for the three helpers below that take ten lines.
 import _ast as ast
+import sys
 import warnings
 
 from opscan._plain import Frozen, Plain, by_fields
@@ -263,6 +264,9 @@ class Forward(Frozen):
 
 _LEAVES = (ast.Return, ast.Raise)  # statements that leave the function
 _GUARD_TYPES = (bool, int, float, str, type(None))  # the literals a guard decides on (Named too: a str)
+# The standard library's modules: a call into one enters no project code, even in a module read with every
+# call kept (a project that provides a library the call filter names, torch's own source: see CallFilter).
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
 _GUARD_IDENTITY = {ast.Is: "is", ast.IsNot: "is not"}  # with True, False or None
 _GUARD_COMPARE = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}  # with a literal
 _NUMBERS = (bool, int, float)
@@ -1424,7 +1428,7 @@ class _FactsBuilder:
             # one into a library the project does not provide (kept for an op rule), which it never enters.
             if (
                 passes and qualname is not None and qualname not in MODELS
-                and (self.calls is None or qualname.partition(".")[0] not in self.calls.libraries)
+                and qualname.partition(".")[0] not in (_STDLIB if self.calls is None else self.calls.libraries)
             ):  # fmt: skip
                 _passed_on(call, params, len(out) - 1, guarded[3])
         elif dropped:
@@ -1982,7 +1986,15 @@ class _FactsBuilder:
         if self.stars:  # a star import may bind any name last (Project._through_stars): any may be read
             reads = None
 
+        libraries = self.calls.libraries if self.calls is not None else None
+
         def may_read(qualname: str) -> bool:
+            if SUPER_CALL in qualname and libraries is not None:
+                # `super().__init__(in_features, ...)` of an nn.Module subclass: where every base of the class
+                # is a library's, the call goes into no project code, which alone reads what it is given.
+                owner = classes.get(qualname[len(_THIS_DOT) : qualname.index(SUPER_CALL)])
+                if owner is not None and owner.bases and all(b and b.partition(".")[0] in libraries for b in owner.bases):
+                    return False
             if reads is None or not qualname.startswith(_THIS_DOT) or "<" in qualname:
                 return True  # another module's, or `cls.name()`, `super().name()`: not known here
             local = qualname[len(_THIS_DOT) :]
