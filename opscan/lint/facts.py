@@ -244,13 +244,13 @@ class Forward(Frozen):
     parameter only where the body reads it nowhere but in such calls (nothing adds to it or takes from it).
     """
 
-    _fields = ("event", "slot", "param", "pos", "keyword", "default", "method", "taken")
+    _fields = ("event", "slot", "param", "pos", "keyword", "default", "method", "taken", "spill")
     __slots__ = _fields
     __reduce__ = by_fields  # pickled with the facts: smaller than the slots' state
 
     def __init__(
         self, event: int, slot: int | str | None, param: str, pos: int | None, keyword: bool, default: Any, method: bool,
-        taken: tuple[str, ...] = (),
+        taken: tuple[str, ...] = (), spill: int | None = None,
     ):  # fmt: skip
         self.event = event
         self.slot = slot
@@ -260,6 +260,10 @@ class Forward(Frozen):
         self.default = default
         self.method = method
         self.taken = taken
+        # For a `**` parameter passed on beside the function's own `*args` (`super().__init__(*args, **kwargs)`,
+        # trl's trainers): how many positional parameters come before `*args` (`self` not counted). A call that
+        # passes more fills `*args`, which the facts do not hold, so it passes nothing known on.
+        self.spill = spill
 
 
 _LEAVES = (ast.Return, ast.Raise)  # statements that leave the function
@@ -887,10 +891,10 @@ def _passed_on(call: ast.Call, params: tuple[str, ...], at: int, found: list[tup
     """Add to `found` each of `params` that `call` (the event at index `at`) passes as it is: (at, slot,
     parameter), the slot a position before any `*`, a keyword, or None for a `**` that is the call's only star."""
     args = call.args
-    star = False
+    star = None  # the name of a `*name` among the arguments ("" for another starred expression)
     for pos, value in enumerate(args):
         if value.__class__ is ast.Starred:
-            star = True
+            star = value.value.id if value.value.__class__ is ast.Name and pos == len(args) - 1 else ""
             break
         if value.__class__ is ast.Name and value.id in params:
             found.append((at, pos, value.id))
@@ -900,8 +904,10 @@ def _passed_on(call: ast.Call, params: tuple[str, ...], at: int, found: list[tup
         if value.__class__ is ast.Name and value.id in params:
             if k.arg is not None:
                 found.append((at, k.arg, value.id))
-            elif not star and len(spread) == 1:
+            elif len(spread) == 1 and star is None:
                 found.append((at, None, value.id))
+            elif len(spread) == 1 and star:  # `*args, **kwargs`: `_forwards_of` keeps it where `args` is the function's own
+                found.append((at, f"*{star}", value.id))
 
 
 def _spread_only(node: ast.AST, name: str) -> bool:
@@ -1993,7 +1999,9 @@ class _FactsBuilder:
                 # `super().__init__(in_features, ...)` of an nn.Module subclass: where every base of the class
                 # is a library's, the call goes into no project code, which alone reads what it is given.
                 owner = classes.get(qualname[len(_THIS_DOT) : qualname.index(SUPER_CALL)])
-                if owner is not None and owner.bases and all(b and b.partition(".")[0] in libraries for b in owner.bases):
+                if owner is not None and owner.bases and all(
+                    b and b.partition(".")[0] in libraries and b not in MODELS and f"{b}.__init__" not in MODELS for b in owner.bases
+                ):  # a modelled base (transformers' Trainer) reads what it is given
                     return False
             if reads is None or not qualname.startswith(_THIS_DOT) or "<" in qualname:
                 return True  # another module's, or `cls.name()`, `super().name()`: not known here
@@ -2025,9 +2033,10 @@ class _FactsBuilder:
         spread = a.kwarg.arg if a.kwarg is not None else None
         places: dict[str, tuple | None] = {}
         kept = []
+        vararg = a.vararg.arg if a.vararg is not None else None
         for at, slot, name in passed:
-            if slot is None:
-                if name == spread:
+            if slot is None or (slot.__class__ is str and slot[:1] == "*"):
+                if name == spread and (slot is None or slot == f"*{vararg}"):
                     kept.append((at, slot, name, None))
                 continue
             if name not in places:
@@ -2036,17 +2045,22 @@ class _FactsBuilder:
                 kept.append((at, slot, name, places[name]))
         if not kept:
             return ()
-        rebound = self._rebound({name for _, _, name, _ in kept}, node, scope, comprehensions=True)
+        spills = any(slot.__class__ is str and slot[:1] == "*" for _, slot, _, _ in kept)
+        rebound = self._rebound({name for _, _, name, _ in kept} | ({vararg} if spills else set()), node, scope, comprehensions=True)
         if (
-            spread is not None and spread not in rebound and any(slot is None for _, slot, _, _ in kept)
+            spread is not None and spread not in rebound and any(place is None for _, _, _, place in kept)
             and not _spread_only(node, spread)
         ):  # fmt: skip
             rebound.add(spread)
         taken = tuple(p.arg for p in a.args + a.kwonlyargs)
+        # How many positional parameters fill before `*args`, `self` not counted (as ParamIf.pos counts).
+        method = scope.class_name is not None and not any(d.__class__ is ast.Name and d.id == "staticmethod" for d in node.decorator_list)
+        spill = len(a.posonlyargs + a.args) - (1 if method else 0)
         return tuple(
-            Forward(at, slot, name, *place) if place is not None else Forward(at, None, name, None, False, UNKNOWN, False, taken)
+            Forward(at, slot, name, *place) if place is not None
+            else Forward(at, None, name, None, False, UNKNOWN, method, taken, None if slot is None else spill)
             for at, slot, name, place in kept
-            if name not in rebound
+            if name not in rebound and not (slot is not None and vararg in rebound)
         )
 
     def _turns_grad_off(self, node: ast.AST, scope: _Scope) -> bool:

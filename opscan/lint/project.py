@@ -27,7 +27,7 @@ from opscan.lint.facts import (
     decidable,
 )  # fmt: skip
 from opscan.lint.frameworks import STARRED
-from opscan.lint.model import UNKNOWN, Call, CallArgs, EnvWrite, Guard, Import, Imported, Loader, Loc
+from opscan.lint.model import UNKNOWN, Built, Call, CallArgs, EnvWrite, Guard, Import, Imported, Loader, Loc
 from opscan.lint.modelled import BACKENDS, MODELS
 from opscan.lint.stars import UNREADABLE
 
@@ -1056,9 +1056,17 @@ def _forwarded_value(forward: Forward, args: CallArgs, bound: bool) -> Any:
     if forward.slot is None:
         if args.star:
             return UNKNOWN
+        if forward.spill is not None and (len(args.args) > forward.spill or (forward.method and not bound and args.args)):
+            return UNKNOWN  # `*args` holds what the call passes beyond the named positions (or may: see _bound_value)
         taken = forward.taken
-        return tuple((key, decidable(value)) for key, value in args.kwargs if key not in taken)
-    return decidable(_bound_value(forward, args, bound))
+        return tuple((key, _passable(value)) for key, value in args.kwargs if key not in taken)
+    return _passable(_bound_value(forward, args, bound))
+
+
+def _passable(value: Any) -> Any:
+    """What a Forward passes on: a literal a guard may decide on (facts.decidable), or a settings object
+    built in the script (Built: `TrainingArguments(...)`, which a framework's model reads); else UNKNOWN."""
+    return value if value.__class__ is Built else decidable(value)
 
 
 def _pass(args: CallArgs, slot: int | str | None, value: Any) -> CallArgs | None:
@@ -1627,6 +1635,8 @@ class _Walker:
         target = project.resolve(qualname, mod, self.search)
         if target is not None and target[0] == "class":
             target = project.find_method(target[1], target[2], "__init__", self.search)
+        if target is not None and target[0] == "model":
+            return True  # a framework's model reads its arguments (a Trainer subclass's `super().__init__(**kwargs)`)
         if target is None or target[0] != "function":
             return False
         func = target[2]

@@ -57,3 +57,27 @@ def test_a_method_forwards_its_parameters_not_self():
     source = SEED + "class A:\n    def __init__(self, seed=None):\n        _seed(self)\n        _seed(seed=seed)\n"
     (forward,) = extract("m.py", source.encode(), "").functions["A.__init__"].forwards
     assert (forward.slot, forward.param, forward.pos, forward.method) == ("seed", "seed", 0, True)
+
+
+def _spills(body: str, header: str) -> list[tuple]:
+    facts = extract("m.py", (SEED + header + "\n" + body).encode(), "")
+    func = next(f for name, f in facts.functions.items() if name.endswith(header.split("(")[0].split()[-1]))
+    return [(f.slot, f.param, f.spill) for f in func.forwards]
+
+
+@pytest.mark.parametrize(
+    "header, body, expected",
+    [
+        # trl's trainers: `**kwargs` beside the function's own `*args`, which holds what the call passes beyond
+        # the named positions (none here: `spill` 0; `self` is not counted in a method).
+        ("def build(*args, **kwargs):", "    _seed(*args, **kwargs)", [(None, "kwargs", 0)]),
+        ("def build(a, *args, **kwargs):", "    _seed(a, *args, **kwargs)", [(0, "a", None), (None, "kwargs", 1)]),
+        ("class T:\n    def __init__(self, *args, **kwargs):", "        _seed(*args, **kwargs)", [(None, "kwargs", 0)]),
+        # not the function's own `*args`, an expression of it, or `*args` bound again: nothing known passes on
+        ("def build(items, **kwargs):", "    _seed(*items, **kwargs)", []),
+        ("def build(*args, **kwargs):", "    _seed(*args[1:], **kwargs)", []),
+        ("def build(*args, **kwargs):", "    args = args[1:]\n    _seed(*args, **kwargs)", []),
+    ],
+)
+def test_kwargs_beside_the_functions_own_args(header, body, expected):
+    assert _spills(body, header) == expected
