@@ -797,6 +797,11 @@ _HF_SOURCE = "transformers 5.24.0 wheel: transformers/trainer_utils.py, trainer.
 _STRICT_WARN = Strict("deterministic", None, "true")
 _SEED_CUDNN_PAIR = (Cudnn("deterministic", True), Cudnn("benchmark", False))
 _FASTAI_MODULES = ("fastai.torch_core", "fastai.basics", "fastai.vision.all", "fastai.text.all", "fastai.tabular.all")
+# mmengine's set_random_seed(seed, deterministic=False, diff_rank_seed=False), which Runner.set_randomness calls.
+_MMENGINE_SET_RANDOM_SEED = (
+    Seed(("random", "numpy", "torch", "torch-cuda")),
+    If("deterministic", (*_SEED_CUDNN_PAIR, Determinism(True, False))),
+)
 
 _HF_ENABLE_FULL_DETERMINISM = Helper(
     _names(_HF_MODULES, "enable_full_determinism"),
@@ -896,12 +901,9 @@ HELPERS: tuple[Helper, ...] = (
         ("mmengine.runner.set_random_seed", "mmengine.runner.utils.set_random_seed"),
         "mmengine 0.10.7 wheel and open-mmlab/mmengine@13b1ffbf6201898021ea77c9ca2373ed8853b1c6: "
         "mmengine/runner/utils.py (same logic since 0.1.0). seed None: a random seed shared across ranks. "
-        "Runner(randomness=dict(...)) passes a config dict we cannot read; Runner is not modelled",
+        "Runner(randomness=dict(...)) passes a config dict we cannot read (Runner.set_randomness, below, is modelled)",
         (("seed", None), ("deterministic", False), ("diff_rank_seed", False)),
-        (
-            Seed(("random", "numpy", "torch", "torch-cuda")),
-            If("deterministic", (*_SEED_CUDNN_PAIR, Determinism(True, False))),
-        ),
+        _MMENGINE_SET_RANDOM_SEED,
     ),
     Helper(
         (
@@ -913,10 +915,7 @@ HELPERS: tuple[Helper, ...] = (
         "deterministic=False) calls set_random_seed(seed=seed, deterministic=deterministic, diff_rank_seed=...) "
         "(mmdet's tools/analysis_tools/test_robustness.py)",
         (("seed", None), ("diff_rank_seed", False), ("deterministic", False)),
-        (
-            Seed(("random", "numpy", "torch", "torch-cuda")),
-            If("deterministic", (*_SEED_CUDNN_PAIR, Determinism(True, False))),
-        ),
+        _MMENGINE_SET_RANDOM_SEED,
     ),
     Helper(
         ("mmcv.runner.set_random_seed", "mmcv.runner.utils.set_random_seed"),

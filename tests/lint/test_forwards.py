@@ -11,10 +11,10 @@ from opscan.lint.facts import extract
 SEED = "import torch\n\ndef _seed(seed):\n    if seed is not None:\n        torch.manual_seed(seed)\n\n"
 
 
-def _forwards(body: str, header: str = "def build(seed=None, **kwargs):") -> list[tuple]:
+def _forwards(body: str, header: str = "def build(seed=None, **kwargs):", fields: tuple[str, ...] = ("slot", "param")) -> list[tuple]:
     facts = extract("m.py", (SEED + header + "\n" + body).encode(), "")
     func = next(f for name, f in facts.functions.items() if name.endswith(header.split("(")[0].split()[-1]))
-    return [(f.slot, f.param) for f in func.forwards]
+    return [tuple(getattr(f, field) for field in fields) for f in func.forwards]
 
 
 @pytest.mark.parametrize(
@@ -59,12 +59,6 @@ def test_a_method_forwards_its_parameters_not_self():
     assert (forward.slot, forward.param, forward.pos, forward.method) == ("seed", "seed", 0, True)
 
 
-def _spills(body: str, header: str) -> list[tuple]:
-    facts = extract("m.py", (SEED + header + "\n" + body).encode(), "")
-    func = next(f for name, f in facts.functions.items() if name.endswith(header.split("(")[0].split()[-1]))
-    return [(f.slot, f.param, f.spill) for f in func.forwards]
-
-
 @pytest.mark.parametrize(
     "header, body, expected",
     [
@@ -80,4 +74,4 @@ def _spills(body: str, header: str) -> list[tuple]:
     ],
 )
 def test_kwargs_beside_the_functions_own_args(header, body, expected):
-    assert _spills(body, header) == expected
+    assert _forwards(body, header, ("slot", "param", "spill")) == expected
